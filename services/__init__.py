@@ -1,0 +1,1 @@
+"""memstream services: the pure domain, ports, handlers, adapters and the composition root."""
