@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from services.domain.model import MemoryEvent, MemoryVersion
+
 
 class AdapterError(Exception):
     """Root of every error raised by an adapter; drivers' errors are translated into it."""
@@ -84,3 +86,85 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a message was read: kept in the ledger so replay works by explicit offsets."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The outcome of recording one event in Postgres.
+
+    ``duplicate`` is true when the event_id was already in the ledger (nothing changed).
+    """
+
+    version: MemoryVersion
+    changed: tuple[MemoryVersion, ...]
+    outcome: str
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    reason: str
+    detail: str
+    position: Position
+    original: bytes | None
+    original_key: bytes | None = None
+    tenant_id: str | None = None
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTask:
+    """A version whose vector point must be written (``needs_vector``) or re-synced (payload)."""
+
+    version: MemoryVersion
+    needs_vector: bool
+
+
+class MemoryRepository(Protocol):
+    """The ledger and the versions, in Postgres (the source of truth)."""
+
+    async def record(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
+    ) -> Recorded:
+        """Ledger + new version + derived changes, in ONE transaction; idempotent on event_id.
+
+        Raises ``InvalidEvent`` for a permanent problem (e.g. RETRACT of an unknown memory),
+        ``TransientError`` when the database is unreachable.
+        """
+        ...
+
+    async def dead_letter(self, letter: DeadLetter) -> None: ...
+
+    async def pending_index(
+        self, keys: Sequence[tuple[str, str]] | None, limit: int
+    ) -> list[IndexTask]:
+        """Versions not yet in the vector store, or whose payload is stale.
+
+        ``keys`` restricts to these (tenant_id, memory_key); None means any (the sweep).
+        """
+        ...
+
+    async def mark_indexed(self, versions: Sequence[MemoryVersion]) -> None:
+        """Mark indexed, unless their derived state changed since they were read."""
+        ...
+
+    async def chain(self, tenant_id: str, memory_key: str) -> list[MemoryVersion]: ...
+
+    async def close(self) -> None: ...
+
+
+class ChangeSink(Protocol):
+    """Where the ingest side announces what it did (memory.changes, the DLQ topic)."""
+
+    async def versioned(self, recorded: Recorded) -> None: ...
+
+    async def dead_lettered(self, letter: DeadLetter) -> None: ...

@@ -70,9 +70,13 @@ def _text(raw: Mapping[str, Any], name: str, *, required: bool) -> str:
             raise InvalidEvent(MISSING_FIELD, f"field {name!r} is missing or empty")
         return ""
     if not isinstance(value, str):
-        raise InvalidEvent(INVALID_FIELD, f"field {name!r} must be a string, got {type(value).__name__}")
+        raise InvalidEvent(
+            INVALID_FIELD, f"field {name!r} must be a string, got {type(value).__name__}"
+        )
     if len(value) > MAX_ID_CHARS and name != "content":
-        raise InvalidEvent(INVALID_FIELD, f"field {name!r} is longer than {MAX_ID_CHARS} characters")
+        raise InvalidEvent(
+            INVALID_FIELD, f"field {name!r} is longer than {MAX_ID_CHARS} characters"
+        )
     return value.strip()
 
 

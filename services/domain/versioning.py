@@ -31,7 +31,7 @@ class Derived:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """The outcome of placing an event: the new version and the versions whose derived state changed."""
+    """Placing an event: the new version and the versions whose derived state changed."""
 
     version: MemoryVersion
     changed: tuple[MemoryVersion, ...]

@@ -1,0 +1,1 @@
+"""Operations: embedded stack, migrations, topics, the CLI, replay and benchmarks."""

