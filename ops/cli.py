@@ -12,11 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-
 from services.settings import ENVIRONMENT, Settings, SettingsError
-
-err = Console(stderr=True, highlight=False)
 
 EXIT_CONFIG = 2
 EXIT_FAILED = 1
@@ -64,10 +60,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = Settings.from_env()
         sys.exit(_dispatch(args, settings))
     except SettingsError as exc:
-        err.print(f"memstream: settings: {exc}", markup=False)
+        print(f"memstream: settings: {exc}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     except StackError as exc:
-        err.print(f"memstream: {exc}", markup=False)
+        print(f"memstream: {exc}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -5,6 +5,7 @@ Must not import handlers or streams.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -147,13 +148,14 @@ def print_health(settings: Settings) -> int:
         resolved.qdrant_url or str(resolved.vector_root),
     )
     failed = 0
-    for name, check in (
+    checks: tuple[tuple[str, Callable[[], str]], ...] = (
         ("broker", lambda: check_broker(endpoints.broker)),
         ("postgres", lambda: check_postgres(endpoints.postgres_dsn)),
         ("redis", lambda: check_redis(endpoints.redis_url)),
         ("vectors", lambda: check_vectors(resolved)),
         ("model", lambda: f"ok ({model_path(resolved)})"),
-    ):
+    )
+    for name, check in checks:
         try:
             print(f"{name:<9} {check()}")
         except StackError as exc:

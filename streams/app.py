@@ -46,7 +46,8 @@ def create_app(settings: Settings) -> faust.App:
         topic_allow_declare=False,  # ops.topics creates every topic with explicit partitions
         store="memory://",
         datadir=str(settings.data_dir / "faust"),
-        web_port=settings.web_port,
+        web_enabled=settings.web_port != 0,
+        web_port=settings.web_port or 6066,
         web_bind="127.0.0.1",
         web_in_thread=False,
         autodiscover=False,

@@ -21,9 +21,8 @@ class SentenceTransformerEmbedder:
         self._model = model
         self._batch_size = batch_size
         self._lock = asyncio.Lock()
-        get_dimension = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
-        )
+        get_dimension = getattr(model, "get_embedding_dimension", None)
+        get_dimension = get_dimension or model.get_sentence_embedding_dimension
         dimension = get_dimension()
         if dimension is None:
             raise AdapterError("the embedding model does not report its dimension")

@@ -216,7 +216,7 @@ class PostgresMemoryRepository:
         try:
             async with self._pool.connection() as conn:
                 await conn.execute(
-                    'INSERT INTO dead_letters (reason, detail, tenant_id, event_id, topic,'
+                    "INSERT INTO dead_letters (reason, detail, tenant_id, event_id, topic,"
                     ' "partition", "offset", original) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)'
                     ' ON CONFLICT (topic, "partition", "offset") DO NOTHING',
                     (

@@ -186,7 +186,10 @@ class QdrantServerIndex:
 
     async def close(self) -> None:
         self._ready.clear()
-        await self._call("*", "close", self._client.close())
+        try:
+            await self._client.close()
+        except Exception as exc:
+            raise AdapterError(f"cannot close the Qdrant client: {exc}") from exc
 
     # -- internals -------------------------------------------------------------------------
 

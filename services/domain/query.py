@@ -48,6 +48,8 @@ class RetrievalRequest:
     them as ``("customer", user_id)`` (see ``validate_request``). ``active_entities`` and
     ``active_task`` are the conversation's context: they call for memory (gating) and stand in
     for anaphora ("that one", "它") when the ranking binds memories to entities.
+    ``time_window`` is inclusive at both ends; ``deadline_ms`` is absolute, in epoch
+    milliseconds (as in ``schemas/retrieval_request.avsc``).
     """
 
     request_id: str

@@ -102,6 +102,8 @@ def _eligible(candidate: Candidate, request: RetrievalRequest) -> bool:
 
 
 def _time_fit(candidate: Candidate, request: RetrievalRequest) -> float | None:
+    # The retrievers keep memories whose validity overlaps the window (the schema's filter);
+    # among those, one that *happened* inside the window is what "last week" asks about.
     if request.time_window is None:
         return None
     start, end = request.time_window

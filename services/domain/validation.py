@@ -77,7 +77,16 @@ def _text(raw: Mapping[str, Any], name: str, *, required: bool) -> str:
         raise InvalidEvent(
             INVALID_FIELD, f"field {name!r} is longer than {MAX_ID_CHARS} characters"
         )
+    _utf8(value, name)
     return value.strip()
+
+
+def _utf8(value: str, name: str) -> bytes:
+    # JSON may carry lone surrogates ("\ud800") that no UTF-8 encoder (Avro, Postgres) accepts.
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidEvent(INVALID_FIELD, f"field {name!r} is not valid Unicode text") from None
 
 
 def _anchors(raw: Any) -> tuple[Anchor, ...]:
@@ -124,7 +133,7 @@ def validate_event(raw: Mapping[str, Any], now: datetime) -> MemoryEvent:
         raise InvalidEvent(INVALID_FIELD, "field 'content' must be a string")
     if op is Op.UPSERT and not content.strip():
         raise InvalidEvent(EMPTY_CONTENT, f"event {event_id!r} has no content")
-    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+    if len(_utf8(content, "content")) > MAX_CONTENT_BYTES:
         raise InvalidEvent(
             CONTENT_TOO_LARGE, f"event {event_id!r} content is over {MAX_CONTENT_BYTES} bytes"
         )

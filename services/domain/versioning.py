@@ -57,6 +57,8 @@ def current_of(versions: Sequence[MemoryVersion]) -> MemoryVersion | None:
 
 def derive_chain(versions: Sequence[MemoryVersion]) -> dict[str, Derived]:
     """valid_to / is_current / superseded_at for every version of one memory."""
+    if not versions:
+        return {}  # e.g. known_at before the first arrival
     ordered = _valid_order(versions)
     valid_to: dict[str, datetime | None] = {}
     for here, after in zip(ordered, [*ordered[1:], None], strict=True):

@@ -25,7 +25,14 @@ from qdrant_client import AsyncQdrantClient
 
 from services.adapters.qdrant_edge import QdrantEdgeIndex
 from services.adapters.qdrant_server import QdrantServerIndex
-from services.ports import AdapterError, VectorFilter, VectorHit, VectorIndex, VectorPoint
+from services.ports import (
+    AdapterError,
+    TransientError,
+    VectorFilter,
+    VectorHit,
+    VectorIndex,
+    VectorPoint,
+)
 
 # qdrant-client's local mode warns that payload indexes are no-ops there; the adapter still
 # creates them because a real server needs them.
@@ -408,6 +415,23 @@ async def test_concurrent_writers_and_readers(backend: Backend, rng: np.random.G
         assert await backend.index.count(tenant) == 200
         current = await backend.index.search(tenant, unit(rng), VectorFilter(), limit=1000)
         assert len(current) == 180
+
+
+# -- server only: connection failures are transient -----------------------------------------
+
+
+async def test_server_unreachable_is_a_transient_error(rng: np.random.Generator) -> None:
+    tenant = new_tenant()
+    # Port 9 (discard) on localhost: nothing listens, the connection is refused at once.
+    client = AsyncQdrantClient(url="http://127.0.0.1:9", timeout=2, check_compatibility=False)
+    index = QdrantServerIndex(client, DIM)
+    try:
+        with pytest.raises(TransientError, match="Acme"):
+            await index.upsert(tenant, [point(unit(rng))])
+        with pytest.raises(TransientError, match="Acme"):
+            await index.count(tenant)
+    finally:
+        await index.close()
 
 
 # -- edge only: persistence --------------------------------------------------------------------

@@ -28,7 +28,11 @@ def code_of(fields: dict[str, Any]) -> str:
 
 def test_minimal_request_gets_the_defaults() -> None:
     request = validate_request(raw(), NOW)
-    assert (request.request_id, request.tenant_id, request.query) == ("r-1", "acme", "where is my order")
+    assert (request.request_id, request.tenant_id, request.query) == (
+        "r-1",
+        "acme",
+        "where is my order",
+    )
     assert request.limit == 10
     assert request.force is False
     assert request.anchors == ()
@@ -81,9 +85,7 @@ def test_full_request_with_context() -> None:
 
 
 def test_top_level_context_fields_win() -> None:
-    request = validate_request(
-        raw(active_task="top", context={"active_task": "nested"}), NOW
-    )
+    request = validate_request(raw(active_task="top", context={"active_task": "nested"}), NOW)
     assert request.active_task == "top"
 
 
@@ -133,3 +135,38 @@ def test_window_as_mapping_and_equal_bounds() -> None:
 
 def test_not_a_mapping() -> None:
     assert code_of(["not", "an", "object"]) == "bad_field"  # type: ignore[arg-type]
+
+
+def test_candidate_from_version_copies_the_scoring_fields() -> None:
+    from services.domain.model import MemoryVersion, Op
+    from services.domain.query import Candidate
+
+    moment = datetime(2025, 5, 1, tzinfo=UTC)
+    version = MemoryVersion(
+        version_id="v-2",
+        tenant_id="acme",
+        memory_key="k",
+        version=2,
+        parent_id="v-1",
+        event_id="e-2",
+        entity_type="customer",
+        entity_id="C-17",
+        fact_type="order",
+        content="Ordered an XR-500.",
+        source_system="erp",
+        status="active",
+        op=Op.UPSERT,
+        occurred_at=moment,
+        valid_from=moment,
+        valid_to=None,
+        recorded_at=moment,
+        superseded_at=None,
+        is_current=True,
+        entities=(Anchor("product", "XR-500"),),
+        attributes={"order_id": "O-9"},
+    )
+    candidate = Candidate.from_version(version, vector_score=0.7)
+    assert candidate.anchors == (Anchor("customer", "C-17"), Anchor("product", "XR-500"))
+    assert (candidate.version_id, candidate.version, candidate.is_current) == ("v-2", 2, True)
+    assert candidate.attributes == {"order_id": "O-9"}
+    assert (candidate.vector_score, candidate.keyword_score) == (0.7, None)

@@ -108,7 +108,9 @@ def test_binding_fuzzy_on_case_and_punctuation() -> None:
 
 
 def test_binding_fuzzy_on_a_one_letter_typo_of_the_same_type() -> None:
-    binding = entity_binding([Anchor("customer", "alice.smyth")], [Anchor("customer", "alice.smith")])
+    binding = entity_binding(
+        [Anchor("customer", "alice.smyth")], [Anchor("customer", "alice.smith")]
+    )
     assert binding.kind == "fuzzy"
 
 

@@ -1,0 +1,32 @@
+# Two entry points: `make demo` (the main job) and `make test` (what CI runs).
+# Each creates .venv and installs everything in one pip resolution on first use.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo up test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch 2.13.0 is pinned in the same resolution so the CPU build is used (no CUDA download).
+	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[dev]"
+	touch $@
+
+demo: $(BIN)/.installed
+	$(BIN)/memstream up
+
+up: $(BIN)/.installed
+	$(BIN)/memstream up
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .memstream .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,112 @@
+"""``memstream up`` as a user runs it, and bad configuration ending in one clear line."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+from ops.stack import free_port
+from tests.e2e.processes import Process, run_cli, wait_gone
+
+
+def _postgres_running_on(data_dir: Path) -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "postgres" and str(data_dir) in " ".join(p.info["cmdline"] or [])
+    ]
+
+
+def test_up_reports_ready_answers_health_and_stops_clean(tmp_path: Path) -> None:
+    data_dir = (tmp_path / "data").resolve()
+    port = free_port()
+    up = Process(
+        ["up"],
+        {
+            "MEMSTREAM_DATA_DIR": str(data_dir),
+            "MEMSTREAM_WEB_PORT": str(port),
+            "MEMSTREAM_LOG_LEVEL": "warn",
+        },
+    )
+    try:
+        ready = up.wait_for("memstream ready in", timeout=90)
+        seconds = float(ready.split("ready in ")[1].split("s")[0])
+        assert seconds > 0
+        for part in ("broker 127.0.0.1:", "postgres postgresql://", "redis redis://", "vectors "):
+            assert part in ready
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
+            health = json.loads(reply.read())
+        assert reply.status == 200
+        assert health["status"] == "ok"
+        assert health["parts"]["postgres"] == "ok"
+        children = up.descendants()
+        assert any("tansu" in " ".join(c.cmdline()) for c in children)
+        assert _postgres_running_on(data_dir)
+    finally:
+        code = up.terminate()
+    assert code == 0, up.output[-3000:]
+    assert not wait_gone(children), "a child of `memstream up` outlived it"
+    assert not _postgres_running_on(data_dir), "embedded postgres outlived `memstream up`"
+    assert "Traceback" not in up.output
+
+
+def _one_clear_error(result: object, *fragments: str) -> None:
+    code = result.returncode
+    stderr = result.stderr
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("memstream:")]
+    assert len(lines) == 1, stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_unreachable_dsn_is_one_clear_error(tmp_path: Path) -> None:
+    result = run_cli(
+        ["up"],
+        {
+            "MEMSTREAM_DATA_DIR": str(tmp_path),
+            "MEMSTREAM_WEB_PORT": str(free_port()),
+            "MEMSTREAM_POSTGRES_DSN": "postgresql://nobody@127.0.0.1:1/none",
+        },
+    )
+    _one_clear_error(result, "postgres", "Fix:", "MEMSTREAM_POSTGRES_DSN")
+
+
+def test_taken_port_is_one_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            ["up"], {"MEMSTREAM_DATA_DIR": str(tmp_path), "MEMSTREAM_WEB_PORT": str(port)}
+        )
+    _one_clear_error(result, f"port {port}", "already in use", "MEMSTREAM_WEB_PORT")
+
+
+def test_missing_model_path_is_one_clear_error(tmp_path: Path) -> None:
+    result = run_cli(
+        ["up"],
+        {
+            "MEMSTREAM_DATA_DIR": str(tmp_path),
+            "MEMSTREAM_WEB_PORT": str(free_port()),
+            "MEMSTREAM_MODEL_PATH": str(tmp_path / "no-model"),
+        },
+    )
+    _one_clear_error(result, "embedding model", "MEMSTREAM_MODEL_PATH")
+
+
+def test_bad_setting_is_one_clear_error(tmp_path: Path) -> None:
+    result = run_cli(["up"], {"MEMSTREAM_DATA_DIR": str(tmp_path), "MEMSTREAM_PARTITIONS": "x"})
+    _one_clear_error(result, "MEMSTREAM_PARTITIONS")
+
+
+def test_help_lists_every_command() -> None:
+    result = run_cli(["--help"], {})
+    assert result.returncode == 0
+    for command in ("up", "worker", "health", "publish", "history"):
+        assert f"    {command}" in result.stdout
