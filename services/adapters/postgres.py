@@ -93,6 +93,7 @@ class PostgresMemoryRepository:
             open=False,
             timeout=5.0,
             kwargs={"autocommit": True},
+            check=AsyncConnectionPool.check_connection,
             reconnect_timeout=3600.0,
         )
         try:
