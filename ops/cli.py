@@ -44,6 +44,26 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=900.0, help="seconds --wait waits at most (default 900)"
     )
 
+    ask = sub.add_parser("ask", help="ask memstream a question (or a batch) over Kafka")
+    ask.add_argument("query", nargs="?", help="the question, as an agent would ask it")
+    ask.add_argument("--tenant", help="tenant id (required unless --batch)")
+    ask.add_argument("--user", help="the user / customer the question is about")
+    ask.add_argument("--as-of", dest="as_of", help="valid time: what was true then (ISO)")
+    ask.add_argument("--known-at", dest="known_at", help="transaction time (ISO)")
+    ask.add_argument("--window", nargs=2, metavar=("FROM", "TO"), help="occurred between (ISO)")
+    ask.add_argument("--limit", type=int, default=5, help="results (1-50, default 5)")
+    ask.add_argument("--force", action="store_true", help="skip the gate")
+    ask.add_argument("--json", action="store_true", help="print the reply as JSON")
+    ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
+    ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
+
+    bench = sub.add_parser("bench", help="benchmarks that print figures (ingest)")
+    bench.add_argument("what", choices=["ingest"])
+    bench.add_argument("--events", type=int, default=20_000, help="events end to end")
+    bench.add_argument(
+        "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
+    )
+
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
     history.add_argument("--tenant", required=True)
@@ -86,6 +106,14 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from ops.publish import publish
 
         return publish(settings, args.file, topic=args.topic, wait=args.wait, timeout=args.timeout)
+    if args.command == "ask":
+        from ops.ask import ask
+
+        return ask(settings, args)
+    if args.command == "bench":
+        from ops.bench import bench
+
+        return bench(settings, args)
     if args.command == "history":
         from ops.history import history
 

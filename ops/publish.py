@@ -26,8 +26,8 @@ from services.domain.model import MemoryEvent
 from services.domain.validation import validate_event
 from services.settings import Settings
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 PROGRESS_FROM = 500  # lines: a progress bar on files longer than this
 

@@ -49,6 +49,7 @@ def _check_web_port(settings: Settings) -> None:
 def run_worker(settings: Settings, started: float, describe: str) -> int:
     from streams.app import create_worker
 
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
     worker, runtime = create_worker(settings)
     app = worker.app
     web = f" · health http://127.0.0.1:{settings.web_port}/health" if settings.web_port else ""

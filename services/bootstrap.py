@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from services.adapters.embedding import SentenceTransformerEmbedder
+from schemas import codec
+from services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
 from services.adapters.postgres import PostgresMemoryRepository
+from services.adapters.postgres_queries import PostgresMemoryQueries
+from services.adapters.redis_cache import RedisCache
 from services.handlers.index import Indexer
 from services.handlers.ingest import Ingestor
-from services.ports import ChangeSink, Embedder, VectorIndex
+from services.handlers.respond import Responder
+from services.handlers.retrieve import Retriever
+from services.ports import Cache, ChangeSink, Embedder, ReplySink, VectorIndex
 from services.settings import Settings
 
 
@@ -32,12 +37,34 @@ class Container:
     embedder: Embedder
     indexer: Indexer
     ingestor: Ingestor
+    cache: Cache
+    retriever: Retriever
+    responder: Responder | None
 
     async def close(self) -> None:
         await self.indexer.stop()
         with contextlib.suppress(Exception):
             await self.index.close()
+        with contextlib.suppress(Exception):
+            await self.cache.close()
         await self.repo.close()
+
+    async def invalidate(self, change: bytes) -> None:
+        """A MemoryVersioned record arrived: the tenant's cached replies are stale."""
+        record = codec.decode("MemoryVersioned", change)
+        await self.cache.invalidate_tenant(str(record["tenant_id"]))
+
+    async def health(self) -> dict[str, str]:
+        """Each part as this worker sees it (for /health)."""
+        parts: dict[str, str] = {}
+        try:
+            async with self.repo.pool.connection() as conn:
+                await conn.execute("SELECT 1")
+            parts["postgres"] = "ok"
+        except Exception as exc:
+            parts["postgres"] = f"down: {exc}"
+        parts["cache"] = "ok" if getattr(self.cache, "healthy", True) else "degraded"
+        return parts
 
 
 def build_index(settings: Settings, dimension: int) -> VectorIndex:
@@ -63,6 +90,7 @@ def resolve_model_path(settings: Settings) -> Path:
 async def build(
     settings: Settings,
     sink: ChangeSink,
+    reply_sink: ReplySink | None = None,
     decode: Callable[[bytes], dict[str, object]] | None = None,
     *,
     embedder: Embedder | None = None,
@@ -72,10 +100,9 @@ async def build(
     if settings.postgres_dsn is None:
         raise ValueError("build() needs resolved settings: postgres_dsn is unset")
     if decode is None:
-        from schemas.codec import decode as avro_decode
 
         def decode(data: bytes) -> dict[str, object]:
-            return dict(avro_decode("MemoryEvent", data))
+            return codec.decode("MemoryEvent", data)
 
     embedder = embedder or await _load_embedder_async(settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
@@ -83,7 +110,35 @@ async def build(
     indexer = Indexer(repo, index, embedder, sink)
     indexer.start()
     ingestor = Ingestor(repo, sink, indexer, decode, clock)
-    return Container(settings, repo, index, embedder, indexer, ingestor)
+    assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
+    cache = RedisCache.from_url(settings.redis_url)
+    # Queries are single texts arriving concurrently: coalesce them into model batches.
+    query_embedder: Embedder = (
+        BatchingEmbedder(embedder)
+        if isinstance(embedder, SentenceTransformerEmbedder)
+        else embedder
+    )
+    retriever = Retriever(
+        PostgresMemoryQueries(repo.pool),
+        index,
+        query_embedder,
+        cache,
+        clock,
+        encode_reply=lambda reply: codec.encode("RetrievalReply", reply),
+        decode_reply=lambda data: codec.decode("RetrievalReply", data),
+    )
+    responder = None
+    if reply_sink is not None:
+        responder = Responder(
+            retriever,
+            reply_sink,
+            lambda data: codec.decode("RetrievalRequest", data),
+            lambda reply: codec.encode("RetrievalReply", reply),
+            clock,
+        )
+    return Container(
+        settings, repo, index, embedder, indexer, ingestor, cache, retriever, responder
+    )
 
 
 async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:

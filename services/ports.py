@@ -168,3 +168,71 @@ class ChangeSink(Protocol):
     async def versioned(self, recorded: Recorded) -> None: ...
 
     async def dead_lettered(self, letter: DeadLetter) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHit:
+    """A version found by keyword search; ``score`` in [0, 1] (1 = every query term matched)."""
+
+    version_id: str
+    score: float
+
+
+class MemoryQueries(Protocol):
+    """The read side of Postgres: tenants, keyword search, and versions by id (tenant-scoped)."""
+
+    async def known_tenant(self, tenant_id: str) -> bool: ...
+
+    async def keyword_search(
+        self, tenant_id: str, query: str, flt: VectorFilter, limit: int
+    ) -> list[KeywordHit]:
+        """Full text + trigram/substring search over content and attribute values, with the
+        same filter semantics as ``VectorIndex.search`` (current_only, as_of, anchors, window,
+        fact_types, exclude_statuses). Only UPSERT versions; never another tenant's rows."""
+        ...
+
+    async def versions(self, tenant_id: str, version_ids: Sequence[str]) -> list[MemoryVersion]:
+        """The versions with these ids that belong to ``tenant_id`` (others are ignored)."""
+        ...
+
+
+class Cache(Protocol):
+    """Redis-backed caches. Every method degrades to a miss / no-op when the cache is down:
+    it never raises for an outage (an outage must cost a computation, never an error)."""
+
+    async def get_embedding(self, text: str) -> list[float] | None: ...
+
+    async def put_embedding(self, text: str, vector: Sequence[float]) -> None: ...
+
+    async def get_reply(self, tenant_id: str, request_key: str) -> bytes | None: ...
+
+    async def put_reply(self, tenant_id: str, request_key: str, reply: bytes) -> None: ...
+
+    async def invalidate_tenant(self, tenant_id: str) -> None:
+        """Every cached reply of the tenant becomes a miss (O(1), e.g. a generation bump)."""
+        ...
+
+    async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
+
+    async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundReply:
+    """A reply addressed to a client: its topic, and partition when the client named one."""
+
+    topic: str
+    partition: int | None
+    key: bytes | None
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class ReplySink(Protocol):
+    """Where the query side sends replies and undecodable requests."""
+
+    async def reply(self, reply: OutboundReply) -> None: ...
+
+    async def dead_letter_request(self, letter: DeadLetter) -> None: ...

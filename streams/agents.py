@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 INGEST_BATCH = 64
 INGEST_WITHIN = 0.05
 SWEEP_SECONDS = 2.0
+QUERY_CONCURRENCY = 16
 EXIT_UNHANDLED = 70
 
 
@@ -32,6 +33,14 @@ def _fatal(what: str, exc: BaseException) -> None:
     )
     logging.shutdown()
     os._exit(EXIT_UNHANDLED)
+
+
+def _headers(raw: Any) -> dict[str, bytes]:
+    """Message headers as a dict, whether the client sent a list of pairs or a mapping."""
+    if not raw:
+        return {}
+    items = raw.items() if hasattr(raw, "items") else raw
+    return {str(k): (v if isinstance(v, bytes) else str(v).encode()) for k, v in items if v}
 
 
 def register(app: faust.App, topics: Any, runtime: Any) -> None:
@@ -55,19 +64,47 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             except BaseException as exc:
                 _fatal("ingest", exc)
 
+    @app.agent(topics.requests, name="memstream.query", concurrency=QUERY_CONCURRENCY)
+    async def query(stream: Any) -> None:
+        # Reads only: concurrency > 1 is safe here (a request lost in a crash times out
+        # at its client; nothing is written).
+        async for event in stream.events():
+            message = event.message
+            try:
+                container = await runtime.container()
+                assert container.responder is not None
+                await container.responder.handle(
+                    message.key,
+                    message.value,
+                    _headers(message.headers),
+                    Position(message.topic, message.partition, message.offset),
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception(
+                    "request at %s/%s/%s failed", message.topic, message.partition, message.offset
+                )
+
+    @app.agent(topics.changes, name="memstream.invalidate", concurrency=1)
+    async def invalidate(stream: Any) -> None:
+        async for event in stream.events():
+            try:
+                container = await runtime.container()
+                await container.invalidate(event.message.value)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a cache that cannot be invalidated expires by its TTL
+                log.exception("cache invalidation failed")
+
     @app.page("/health")
     async def health(web: Any, request: Any) -> Any:
         parts: dict[str, str] = {"runtime": "ready" if runtime.ready else "starting"}
         healthy = runtime.ready
         if runtime.ready:
             container = await runtime.container()
-            try:
-                async with container.repo.pool.connection() as conn:
-                    await conn.execute("SELECT 1")
-                parts["postgres"] = "ok"
-            except Exception as exc:
-                parts["postgres"] = f"down: {exc}"
-                healthy = False
+            parts.update(await container.health())
+            healthy = parts["postgres"] == "ok"
         assigned = app.consumer.assignment() if app.consumer else set()
         parts["partitions_assigned"] = str(len(assigned))
         return web.json(

@@ -17,7 +17,7 @@ from mode import Service
 
 from services import bootstrap
 from services.settings import Settings
-from streams.sinks import FaustChangeSink
+from streams.sinks import FaustChangeSink, FaustReplySink
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ class Topics:
     events_dlq: Any
     changes: Any
     requests: Any
+    requests_dlq: Any
     replies: Any
     scores: Any
 
@@ -72,6 +73,7 @@ def declare_topics(app: faust.App, settings: Settings) -> Topics:
         events_dlq=raw(t.events_dlq, 1),
         changes=raw(t.changes, t.partitions),
         requests=raw(t.requests, t.partitions),
+        requests_dlq=raw(t.requests_dlq, 1),
         replies=raw(t.replies, t.reply_partitions),
         scores=raw(t.scores, t.partitions),
     )
@@ -80,8 +82,9 @@ def declare_topics(app: faust.App, settings: Settings) -> Topics:
 class Runtime(Service):
     """Holds the container for the agents; built on start, closed on stop."""
 
-    def __init__(self, settings: Settings, topics: Topics, **kwargs: Any) -> None:
+    def __init__(self, app: faust.App, settings: Settings, topics: Topics, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.app = app
         self.settings = settings
         self.topics = topics
         self._container: bootstrap.Container | None = None
@@ -89,7 +92,8 @@ class Runtime(Service):
 
     async def on_start(self) -> None:
         sink = FaustChangeSink(self.topics.changes, self.topics.events_dlq)
-        self._container = await bootstrap.build(self.settings, sink)
+        replies = FaustReplySink(self.app, self.topics.requests_dlq)
+        self._container = await bootstrap.build(self.settings, sink, replies)
         self._ready.set()
         log.info("memstream runtime ready")
 
@@ -116,7 +120,7 @@ def create_worker(
 
     app = create_app(settings)
     topics = declare_topics(app, settings)
-    runtime = Runtime(settings, topics)
+    runtime = Runtime(app, settings, topics)
     agents.register(app, topics, runtime)
     worker = faust.Worker(
         app,

@@ -11,9 +11,28 @@ from datetime import UTC, datetime
 from typing import Any
 
 from schemas.codec import encode
-from services.ports import DeadLetter, Recorded
+from services.ports import DeadLetter, OutboundReply, Recorded
 
 log = logging.getLogger(__name__)
+
+
+def dead_letter_bytes(letter: DeadLetter) -> bytes:
+    """A dead letter as the Avro ``memstream.DeadLetter`` record (original bytes unchanged)."""
+    return encode(
+        "DeadLetter",
+        {
+            "reason": letter.reason,
+            "detail": letter.detail,
+            "original": letter.original or b"",
+            "original_key": letter.original_key,
+            "source_topic": letter.position.topic,
+            "source_partition": letter.position.partition,
+            "source_offset": letter.position.offset,
+            "event_id": letter.event_id,
+            "tenant_id": letter.tenant_id,
+            "failed_at": datetime.now(UTC),
+        },
+    )
 
 
 class FaustChangeSink:
@@ -49,21 +68,30 @@ class FaustChangeSink:
             log.warning("could not announce version %s on memory.changes: %s", v.version_id, exc)
 
     async def dead_lettered(self, letter: DeadLetter) -> None:
-        record = {
-            "reason": letter.reason,
-            "detail": letter.detail,
-            "original": letter.original or b"",
-            "original_key": letter.original_key,
-            "source_topic": letter.position.topic,
-            "source_partition": letter.position.partition,
-            "source_offset": letter.position.offset,
-            "event_id": letter.event_id,
-            "tenant_id": letter.tenant_id,
-            "failed_at": datetime.now(UTC),
-        }
         try:
-            await self._dlq.send(key=letter.original_key, value=encode("DeadLetter", record))
+            await self._dlq.send(key=letter.original_key, value=dead_letter_bytes(letter))
         except Exception as exc:
             log.warning(
                 "could not send dead letter for %s to the DLQ topic: %s", letter.position, exc
             )
+
+
+class FaustReplySink:
+    """Sends replies with the worker's producer to the address the client gave."""
+
+    def __init__(self, app: Any, requests_dlq: Any) -> None:
+        self._app = app
+        self._dlq = requests_dlq
+
+    async def reply(self, reply: OutboundReply) -> None:
+        # send() returns a future of the delivery; replies are fire-and-forget on purpose:
+        # a client that misses one times out with a clear error.
+        await self._app.producer.send(
+            reply.topic, reply.key, reply.value, reply.partition, None, list(reply.headers)
+        )
+
+    async def dead_letter_request(self, letter: DeadLetter) -> None:
+        try:
+            await self._dlq.send(key=letter.original_key, value=dead_letter_bytes(letter))
+        except Exception as exc:
+            log.warning("could not send request %s to the requests DLQ: %s", letter.position, exc)

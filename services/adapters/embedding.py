@@ -63,3 +63,58 @@ class SentenceTransformerEmbedder:
             return []
         async with self._lock:
             return await asyncio.to_thread(self.embed_sync, texts)
+
+
+class BatchingEmbedder:
+    """Coalesces concurrent single-text calls (queries) into one model batch.
+
+    The first caller opens a window of ``window_s``; every text that arrives within it (up to
+    ``max_batch``) is encoded in the same forward pass. Under load this turns N queries into
+    N / batch model calls; alone, a query waits at most ``window_s`` more.
+    """
+
+    def __init__(
+        self, inner: SentenceTransformerEmbedder, *, max_batch: int = 32, window_s: float = 0.002
+    ) -> None:
+        self._inner = inner
+        self._max_batch = max_batch
+        self._window_s = window_s
+        self._pending: list[tuple[str, asyncio.Future[list[float]]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) != 1:
+            return await self._inner.embed(texts)
+        future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._pending.append((texts[0], future))
+        if len(self._pending) >= self._max_batch:
+            self._flush_now()
+        elif self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_later())
+        return [await future]
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self._window_s)
+        self._flusher = None
+        self._flush_now()
+
+    def _flush_now(self) -> None:
+        batch, self._pending = self._pending, []
+        if batch:
+            asyncio.get_running_loop().create_task(self._run(batch))
+
+    async def _run(self, batch: list[tuple[str, asyncio.Future[list[float]]]]) -> None:
+        try:
+            vectors = await self._inner.embed([text for text, _ in batch])
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), vector in zip(batch, vectors, strict=True):
+            if not future.done():
+                future.set_result(vector)

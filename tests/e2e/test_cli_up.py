@@ -21,8 +21,8 @@ def _postgres_running_on(data_dir: Path) -> list[psutil.Process]:
     ]
 
 
-def test_up_reports_ready_answers_health_and_stops_clean(tmp_path: Path) -> None:
-    data_dir = (tmp_path / "data").resolve()
+def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None:
+    data_dir = data_dir.resolve()
     port = free_port()
     up = Process(
         ["up"],

@@ -29,8 +29,7 @@ def _postgres_pids(data_dir: Path) -> set[int]:
     return found
 
 
-def test_restart_on_the_same_data_dir_keeps_postgres_and_shards(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
+def test_restart_on_the_same_data_dir_keeps_postgres_and_shards(data_dir: Path) -> None:
     before = _children()
     stack = EmbeddedStack(Settings(data_dir=data_dir))
     settings = stack.start()

@@ -85,6 +85,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "limit": 5,
         "force": True,
         "reply_to": "memory.replies",
+        "reply_partition": 2,
         "deadline_ms": 1_714_566_615_123,
     },
     "RetrievalReply": {

@@ -1,0 +1,231 @@
+"""``memstream bench ingest``: end-to-end ingest throughput next to the raw model throughput.
+
+Everything runs on this machine in one run: a fresh embedded stack in a temporary data dir, the
+embedding model alone (texts/s), then a real worker process consuming N events published to
+Tansu until every one is versioned in Postgres and indexed in Qdrant Edge (events/s), then the
+latency of the Postgres write transaction (``record``: ledger + version + chain, one
+transaction) measured in-process. Prints the figures; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from services.settings import Settings
+
+out = Console(highlight=False)
+
+_SUBJECTS = ["order", "return", "complaint", "delivery", "invoice", "subscription", "warranty"]
+_ITEMS = [
+    "XR-500 headphones",
+    "X1 phone",
+    "trail shoes",
+    "coffee grinder",
+    "USB-C charger",
+    "standing desk",
+    "rain jacket",
+    "smart watch",
+    "espresso machine",
+    "backpack",
+]
+_VERBS = [
+    "asked about",
+    "reported a problem with",
+    "requested a refund for",
+    "praised",
+    "ordered",
+    "returned",
+    "was charged twice for",
+    "changed the address for",
+]
+
+
+def synthetic_text(rng: random.Random, n: int) -> str:
+    return (
+        f"Customer C-{rng.randint(1, 5000)} {rng.choice(_VERBS)} the {rng.choice(_ITEMS)} "
+        f"({rng.choice(_SUBJECTS)} #{n}); agent noted follow-up in {rng.randint(1, 14)} days "
+        f"and tagged it {rng.choice(['urgent', 'routine', 'vip', 'billing'])}."
+    )
+
+
+def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, Any]]:
+    rng = random.Random(seed)  # noqa: S311 - synthetic data, not crypto
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    memories = max(1, count // 4)  # ~4 versions per memory: supersession on the hot path
+    return [
+        {
+            "event_id": f"bench-{i}",
+            "tenant_id": tenant,
+            "memory_key": f"m:{i % memories}",
+            "entity_type": "customer",
+            "entity_id": f"C-{i % memories}",
+            "fact_type": "note",
+            "content": synthetic_text(rng, i),
+            "source_system": "crm",
+            "occurred_at": (base + timedelta(seconds=i)).isoformat(),
+        }
+        for i in range(count)
+    ]
+
+
+@dataclass
+class Figures:
+    model_texts_per_s: float
+    end_to_end_events_per_s: float
+    events: int
+    seconds: float
+    pg_p50_ms: float
+    pg_p95_ms: float
+    pg_p99_ms: float
+
+
+def _model_throughput(settings: Settings, texts: list[str]) -> float:
+    from services.adapters.embedding import SentenceTransformerEmbedder
+    from services.bootstrap import resolve_model_path
+
+    embedder = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    embedder.embed_sync(texts[:64])  # warm-up
+    started = time.perf_counter()
+    for start in range(0, len(texts), 64):
+        embedder.embed_sync(texts[start : start + 64])
+    return len(texts) / (time.perf_counter() - started)
+
+
+async def _pg_latency(dsn: str, count: int) -> list[float]:
+    from services.adapters.postgres import PostgresMemoryRepository
+    from services.domain.validation import validate_event
+    from services.ports import Position
+
+    repo = await PostgresMemoryRepository.connect(dsn)
+    tenant = f"bench-pg-{uuid.uuid4().hex[:6]}"
+    samples = []
+    try:
+        for i, raw in enumerate(synthetic_events(tenant, count, seed=2)):
+            event = validate_event(raw, datetime.now(UTC))
+            started = time.perf_counter()
+            await repo.record(event, raw, Position("bench", 0, i), datetime.now(UTC))
+            samples.append((time.perf_counter() - started) * 1000)
+    finally:
+        await repo.close()
+    return samples
+
+
+def bench_ingest(events: int, model_sample: int) -> Figures:
+    from ops.ingest_status import wait_for
+    from ops.publish import make_producer, message_key, to_record
+    from ops.stack import EmbeddedStack
+    from ops.up import prepare
+    from schemas.codec import encode
+    from services.domain.validation import validate_event
+
+    with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
+        base = Settings.from_env()
+        settings = Settings(data_dir=Path(tmp), model_path=base.model_path, web_port=0)
+        tenant = f"bench-{uuid.uuid4().hex[:6]}"
+        raws = synthetic_events(tenant, events)
+        out.print(f"raw model throughput on {model_sample} texts …")
+        model_rate = _model_throughput(settings, [r["content"] for r in raws[:model_sample]])
+        stack = EmbeddedStack(settings, write_runtime=True)
+        resolved = stack.start()
+        try:
+            prepare(resolved)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+            env.update(resolved.to_env())
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "ops.cli", "worker"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            try:
+                assert worker.stdout is not None
+                for line in worker.stdout:
+                    if "memstream ready" in line:
+                        break
+                else:
+                    raise RuntimeError("the worker exited before it was ready")
+                time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
+                out.print(f"publishing and ingesting {events} events end to end …")
+                producer = make_producer(resolved.broker or "")
+                started = time.perf_counter()
+                now = datetime.now(UTC)
+                for raw in raws:
+                    event = validate_event(raw, now)
+                    producer.produce(
+                        resolved.topics.events,
+                        key=message_key(event),
+                        value=encode("MemoryEvent", to_record(event)),
+                    )
+                    producer.poll(0)
+                producer.flush(60)
+                status = wait_for(
+                    resolved,
+                    [(tenant, r["event_id"]) for r in raws],
+                    timeout=3600,
+                    console=Console(stderr=True),
+                    poll=0.5,
+                )
+                seconds = time.perf_counter() - started
+                if status.pending or status.dead:
+                    raise RuntimeError(f"{len(status.pending)} pending, {len(status.dead)} dead")
+            finally:
+                worker.terminate()
+                worker.wait(60)
+            assert resolved.postgres_dsn is not None
+            samples = asyncio.run(_pg_latency(resolved.postgres_dsn, 2000))
+        finally:
+            stack.stop()
+    cuts = statistics.quantiles(samples, n=100)
+    return Figures(
+        model_rate,
+        events / seconds,
+        events,
+        seconds,
+        statistics.median(samples),
+        cuts[94],
+        cuts[98],
+    )
+
+
+def print_ingest(figures: Figures) -> None:
+    table = Table(title="memstream bench ingest", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row(
+        "embedding model alone (texts/s, batches of 64)", f"{figures.model_texts_per_s:.1f}"
+    )
+    table.add_row(
+        f"end to end, {figures.events} events (events/s)", f"{figures.end_to_end_events_per_s:.1f}"
+    )
+    table.add_row(
+        "end to end / model", f"{figures.end_to_end_events_per_s / figures.model_texts_per_s:.0%}"
+    )
+    table.add_row("end-to-end wall time (s)", f"{figures.seconds:.1f}")
+    table.add_row(
+        "Postgres write transaction p50 / p95 / p99 (ms)",
+        f"{figures.pg_p50_ms:.2f} / {figures.pg_p95_ms:.2f} / {figures.pg_p99_ms:.2f}",
+    )
+    out.print(table)
+
+
+def bench(settings: Settings, args: Any) -> int:
+    if args.what == "ingest":
+        print_ingest(bench_ingest(args.events, args.model_sample))
+        return 0
+    raise AssertionError(args.what)

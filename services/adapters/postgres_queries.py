@@ -1,0 +1,275 @@
+"""PostgresMemoryQueries: the read side of PostgreSQL — tenants, keyword search, versions by id.
+
+Implements ``services.ports.MemoryQueries`` with psycopg 3 (async, pooled) over the tables that
+``PostgresMemoryRepository`` writes. Keyword search is the keyword half of hybrid retrieval:
+candidates come from three indexes (the 'simple' tsvector, pg_trgm on ``search_text`` for exact
+terms, and CJK uni/bigrams from migration 0002, since the tsvector does not segment Chinese),
+then only those candidates are scored by the weighted fraction of query terms they contain
+(see ``keyword_search``). Every statement is scoped by tenant_id. SQL is built with
+``psycopg.sql`` composition and parameters, never by formatting user text. Driver errors become
+``TransientError`` / ``AdapterError`` (``postgres.translate``). Must not import handlers or
+streams.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
+from services.domain.gating import exact_terms
+from services.domain.model import MemoryVersion
+from services.ports import KeywordHit, VectorFilter
+
+EXACT_WEIGHT = 3.0
+WORD_WEIGHT = 1.0
+CJK_WEIGHT = 1.0
+
+# Han (with extension A and compatibility ideographs), Hiragana, Katakana, Hangul syllables.
+# Must stay equal to the ranges of cjk_grams() in ops/migrations/0002_cjk_grams.sql.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# A word: letters and digits (not CJK), hyphenated parts kept together ("usb-c", "xr-500").
+_WORD = re.compile(f"[^\\W_{_CJK}]+(?:-[^\\W_{_CJK}]+)*")
+_ASCII_ALNUM = re.compile(r"[a-z0-9]")
+_STOP_TEXT = (
+    "a an and are as at be been but by can could did do does for from had has have how i if in"
+    " into is it its me my of on or our so than that the their them then there these they this"
+    " those to us was we were what when where which who why will with would you your"
+)
+_STOP_WORDS = frozenset(_STOP_TEXT.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One distinct query term: lower-cased text, weight, and how it is matched.
+
+    ``exact``: an exact attribute, which counts only where it does not sit inside a longer
+    ASCII word or number ("xr-500" is not found in "xr-5000"); ``gram``: a CJK uni/bigram,
+    searched through the ``cjk_grams`` index.
+    """
+
+    text: str
+    weight: float
+    exact: bool = False
+    gram: bool = False
+
+
+def _grams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def query_terms(query: str) -> list[Term]:
+    """The distinct terms of ``query``, in order of discovery: words (letters/digits, minus
+    stop words and one-character tokens; hyphenated ones whole and split), the bigrams of each
+    CJK run (the character itself for a one-character run), and ``gating.exact_terms``. A term
+    found by several rules keeps the highest weight and every way of matching."""
+    lowered = query.lower()
+    found: dict[str, Term] = {}
+
+    def add(term: Term) -> None:
+        seen = found.get(term.text)
+        if seen is not None:
+            term = Term(
+                term.text,
+                max(seen.weight, term.weight),
+                exact=seen.exact or term.exact,
+                gram=seen.gram or term.gram,
+            )
+        found[term.text] = term
+
+    for match in _WORD.finditer(lowered):
+        word = match.group(0)
+        for token in (word, *(word.split("-") if "-" in word else ())):
+            if len(token) >= 2 and token not in _STOP_WORDS:
+                add(Term(token, WORD_WEIGHT))
+    for run in _CJK_RUN.findall(lowered):
+        for gram in _grams(run):
+            add(Term(gram, CJK_WEIGHT, gram=True))
+    for raw in exact_terms(query):
+        text = raw.lower().strip()
+        if text:
+            add(Term(text, EXACT_WEIGHT, exact=True))
+    return list(found.values())
+
+
+def _like_pattern(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _bounded_regex(term: str) -> str:
+    """A POSIX regex (ARE) matching ``term`` literally, not inside a longer ASCII word."""
+    body = "".join(c if c.isalnum() else "\\" + c for c in term)
+    head = "(^|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[0]) else ""
+    tail = "($|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[-1]) else ""
+    return head + body + tail
+
+
+def _filters(tenant_id: str, flt: VectorFilter, params: dict[str, Any]) -> list[sql.Composable]:
+    """The WHERE conditions for ``flt`` (semantics of ``services.ports.VectorFilter``)."""
+    params["tenant"] = tenant_id
+    conds: list[sql.Composable] = [sql.SQL("tenant_id = %(tenant)s AND op = 'UPSERT'")]
+    if flt.as_of is not None:  # as_of overrides current_only: a past version may be the answer
+        params["as_of"] = flt.as_of
+        conds.append(
+            sql.SQL("valid_from <= %(as_of)s AND (valid_to IS NULL OR valid_to > %(as_of)s)")
+        )
+    elif flt.current_only:
+        conds.append(sql.SQL("is_current"))
+    if flt.anchors:
+        params["anchors"] = list(flt.anchors)
+        conds.append(sql.SQL("anchors && %(anchors)s::text[]"))
+    if flt.window is not None:
+        params["w_from"], params["w_to"] = flt.window
+        conds.append(sql.SQL("occurred_at BETWEEN %(w_from)s AND %(w_to)s"))
+    if flt.fact_types:
+        params["fact_types"] = list(flt.fact_types)
+        conds.append(sql.SQL("fact_type = ANY(%(fact_types)s::text[])"))
+    if flt.exclude_statuses:
+        params["statuses"] = list(flt.exclude_statuses)
+        conds.append(sql.SQL("status <> ALL(%(statuses)s::text[])"))
+    return conds
+
+
+def _candidates(terms: Sequence[Term], params: dict[str, Any]) -> list[sql.Composable]:
+    """Index conditions, OR-ed: the tsvector for words, pg_trgm for exact terms (pg_trgm
+    needs three characters to search with), the CJK gram index for CJK terms."""
+    matches: list[sql.Composable] = []
+    words = [t.text for t in terms if _WORD.fullmatch(t.text)]
+    if words:
+        params["tsq"] = " or ".join(words)
+        matches.append(sql.SQL("tsv @@ websearch_to_tsquery('simple', %(tsq)s)"))
+    likes = [_like_pattern(t.text) for t in terms if t.exact and len(t.text) >= 3]
+    if likes:
+        params["likes"] = likes
+        matches.append(sql.SQL("search_text ILIKE ANY(%(likes)s::text[])"))
+    grams = [t.text for t in terms if t.gram]
+    if grams:
+        params["grams"] = grams
+        matches.append(sql.SQL("cjk_grams(search_text) && %(grams)s::text[]"))
+    return matches
+
+
+def build_search(
+    tenant_id: str, query: str, flt: VectorFilter, limit: int
+) -> tuple[sql.Composed, dict[str, Any]] | None:
+    """The keyword-search statement and its parameters; None when there is nothing to search.
+
+    It yields rows (version_id, score), best first. Exposed so tests can EXPLAIN it.
+    """
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return None
+    params: dict[str, Any] = {"limit": limit}
+    matches = _candidates(terms, params)
+    if not matches:
+        return None
+    found: list[sql.Composable] = []
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = term.text
+        test = sql.SQL("strpos(lt, {}) > 0").format(sql.Placeholder(f"t{i}"))
+        if term.exact:
+            params[f"r{i}"] = _bounded_regex(term.text)
+            test = sql.SQL("{} AND lt ~ {}").format(test, sql.Placeholder(f"r{i}"))
+        found.append(
+            sql.SQL("CASE WHEN {} THEN {} ELSE 0 END").format(test, sql.Literal(term.weight))
+        )
+    total = sum(term.weight for term in terms)
+    # OFFSET 0 keeps the candidate subquery from being flattened: lower() runs once per row.
+    statement = sql.SQL(
+        "SELECT version_id::text AS version_id, score FROM ("
+        " SELECT version_id, ({found})::float8 / {total} AS score FROM ("
+        "  SELECT version_id, lower(search_text) AS lt FROM memory_versions"
+        "  WHERE {filters} AND ({matches}) OFFSET 0) AS c"
+        ") AS s WHERE score > 0 ORDER BY score DESC, version_id LIMIT %(limit)s"
+    ).format(
+        found=sql.SQL(" + ").join(found),
+        total=sql.Literal(total),
+        filters=sql.SQL(" AND ").join(_filters(tenant_id, flt, params)),
+        matches=sql.SQL(" OR ").join(matches),
+    )
+    return statement, params
+
+
+class PostgresMemoryQueries:
+    """``MemoryQueries`` over the repository's pool (tenant-scoped, read only)."""
+
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+        self._tenants: set[str] = set()  # known tenants; tenants are never deleted
+
+    async def known_tenant(self, tenant_id: str) -> bool:
+        if tenant_id in self._tenants:
+            return True
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute("SELECT 1 FROM tenants WHERE tenant_id = %s", (tenant_id,))
+                known = await cur.fetchone() is not None
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"looking up tenant {tenant_id!r}") from exc
+        if known:
+            self._tenants.add(tenant_id)
+        return known
+
+    async def keyword_search(
+        self, tenant_id: str, query: str, flt: VectorFilter, limit: int
+    ) -> list[KeywordHit]:
+        """UPSERT versions of ``tenant_id`` that pass ``flt`` and match ``query``, best first
+        (ties by version_id), at most ``limit``.
+
+        Candidates: ``tsv`` matches any word, ``search_text`` ILIKE any exact term of three
+        characters or more, or ``cjk_grams(search_text)`` shares a CJK gram with the query.
+        Score of a candidate, in [0, 1]:
+
+            score = Σ w(t)·found(t) / Σ w(t)   over the distinct query terms t
+
+        with w = 3 for an exact term (``gating.exact_terms``: model numbers, ports, ids,
+        quoted strings, colours), 1 for a word or a CJK gram; found(t) = 1 when t is a
+        substring of lower(search_text) (for an exact term: not inside a longer ASCII word or
+        number), else 0. A candidate with score 0 is dropped. 1 means every term was found.
+        """
+        built = build_search(tenant_id, query, flt, limit)
+        if built is None:
+            return []
+        statement, params = built
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(statement, params)
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"keyword search for tenant {tenant_id!r}") from exc
+        return [KeywordHit(str(vid), min(1.0, max(0.0, float(score)))) for vid, score in rows]
+
+    async def versions(self, tenant_id: str, version_ids: Sequence[str]) -> list[MemoryVersion]:
+        """The versions of ``tenant_id`` among ``version_ids``, in the order asked; ids of other
+        tenants, unknown ids and malformed ids are ignored."""
+        ids: dict[str, None] = {}
+        for raw in version_ids:
+            try:
+                ids.setdefault(str(uuid.UUID(raw)), None)
+            except (TypeError, ValueError, AttributeError):
+                continue
+        if not ids:
+            return []
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
+                    " WHERE tenant_id = %s AND version_id = ANY(%s::uuid[])",
+                    (tenant_id, list(ids)),
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading {len(ids)} versions of tenant {tenant_id!r}") from exc
+        by_id = {row["version_id"]: row_to_version(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]

@@ -1,0 +1,343 @@
+"""``Cache`` on Redis (``redis.asyncio``): embeddings, per-tenant replies and trust components.
+
+Key layout (``ns`` is the namespace; hashes are lowercase hex sha256, ``h32`` its first 32 chars;
+``q()`` is ``urllib.parse.quote(s, safe="")``, so no key part can contain ``:``):
+
+* ``{ns}:emb:{q(model_id)}:{sha256(text)}`` → the vector as little-endian float32 bytes
+  (``embedding_ttl_s``).
+* ``{ns}:gen:{h32(tenant_id)}`` → the tenant's reply generation (an integer string; TTL
+  ``_GEN_TTL_S``, refreshed by each invalidation).
+* ``{ns}:reply:{h32(tenant_id)}:{generation}:{sha256(request_key)}`` → the reply bytes
+  (``reply_ttl_s``).
+* ``{ns}:trust:{q(version_id)}`` → compact JSON ``{"component": float, ...}`` (``trust_ttl_s``).
+
+Replies: ``get_reply`` is one round trip (a Lua script reads the generation and the reply key built
+from it); ``invalidate_tenant`` is O(1) (INCR of the generation). A missing generation is created
+from the server clock in microseconds (never an earlier value, so losing the key to expiry or
+eviction can't revive old replies). ``put_reply`` stores only if the generation is still the one
+its ``get_reply`` miss saw, so a reply computed across an invalidation is not cached under the new
+generation (a put without a preceding miss uses the current generation). The scripts build the
+reply key themselves, so this adapter targets a standalone Redis, not Redis Cluster.
+
+Outage policy: a failure to talk to Redis (any ``redis.RedisError`` but an error reply, or an
+``OSError``/timeout) is logged (one warning per ``_WARN_EVERY_S``, debug otherwise), counted in
+``errors`` and opens a circuit breaker: for ``breaker_s`` every call is a miss / no-op without
+touching Redis (counted in ``skipped``); then one call probes again. An error reply
+(``redis.ResponseError``: OOM, WRONGTYPE, ...) is logged and counted, and behaves as a miss / no-op,
+but does not open the breaker. Nothing here raises for an outage.
+
+The client must not decode responses; :meth:`from_url` builds one with short timeouts and at most
+one immediate retry on a connection error (a stale pooled connection after a restart).
+The adapter owns its client: :meth:`close` closes it. Nothing connects before the first call.
+
+Must not import ``services.handlers`` nor ``streams``: only the ports, the stdlib and the driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+from urllib.parse import quote
+
+import numpy as np
+import redis
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+KINDS: Final = ("embedding", "reply", "trust")
+_WARN_EVERY_S: Final = 30.0
+_GEN_TTL_S: Final = 7 * 86400.0
+_PENDING_MAX: Final = 10_000
+_ANY_GEN: Final = "*"
+_OUTAGE: Final = (redis.RedisError, OSError)
+
+_NEW_GEN_LUA: Final = """
+local t = redis.call('TIME')
+local g = t[1] .. string.format('%06d', tonumber(t[2]))
+redis.call('SET', KEYS[1], g, 'PX', ARGV[1])
+return g
+"""
+
+# KEYS[1] = generation key; ARGV = reply key prefix, request hash.
+# Returns {} (no generation), {gen} (miss) or {gen, reply} (hit).
+_GET_REPLY_LUA: Final = """
+local g = redis.call('GET', KEYS[1])
+if not g then return {} end
+local v = redis.call('GET', ARGV[1] .. g .. ':' .. ARGV[2])
+if not v then return {g} end
+return {g, v}
+"""
+
+# KEYS[1] = generation key; ARGV = reply key prefix, request hash, expected generation ('' for
+# none, '*' for any), reply, reply ttl ms, generation ttl ms. Returns 1 if stored.
+_PUT_REPLY_LUA: Final = """
+local g = redis.call('GET', KEYS[1])
+if ARGV[3] ~= '*' and (g or '') ~= ARGV[3] then return 0 end
+if not g then
+  local t = redis.call('TIME')
+  g = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('SET', KEYS[1], g, 'PX', ARGV[6])
+end
+redis.call('SET', ARGV[1] .. g .. ':' .. ARGV[2], ARGV[4], 'PX', ARGV[5])
+return 1
+"""
+
+# KEYS[1] = generation key; ARGV[1] = generation ttl ms. Returns the new generation.
+_INVALIDATE_LUA: Final = (
+    """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local g = redis.call('INCR', KEYS[1])
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return tostring(g)
+end
+"""
+    + _NEW_GEN_LUA
+)
+
+
+class _Failed:
+    """The result of a call that did not reach Redis (an error, or skipped by the breaker)."""
+
+
+_FAILED: Final = _Failed()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+class RedisCache:
+    """The ``Cache`` port on one Redis; see the module docstring for keys and outage policy."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        namespace: str = "ms",
+        reply_ttl_s: float = 30.0,
+        embedding_ttl_s: float = 86400.0,
+        trust_ttl_s: float = 300.0,
+        model_id: str = "default",
+        breaker_s: float = 2.0,
+    ) -> None:
+        if client.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ValueError("RedisCache needs a client with decode_responses=False")
+        self._client = client
+        self._ns = namespace
+        self._emb_prefix = f"{namespace}:emb:{quote(model_id, safe='', errors='surrogatepass')}:"
+        self._reply_ms = _ms(reply_ttl_s)
+        self._embedding_ms = _ms(embedding_ttl_s)
+        self._trust_ms = _ms(trust_ttl_s)
+        self._gen_ms = _ms(max(_GEN_TTL_S, 10 * reply_ttl_s))
+        self._breaker_s = breaker_s
+        self._get_reply = client.register_script(_GET_REPLY_LUA)
+        self._put_reply = client.register_script(_PUT_REPLY_LUA)
+        self._invalidate = client.register_script(_INVALIDATE_LUA)
+        # (tenant hash, request hash) → generation seen by a get_reply miss, until its put_reply.
+        self._pending: dict[tuple[str, str], str] = {}
+        self._open_until = 0.0
+        self._healthy = True
+        self._last_warning = -math.inf
+        self.hits: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.misses: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.errors: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.skipped: dict[str, int] = dict.fromkeys(KINDS, 0)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        socket_timeout: float = 0.25,
+        socket_connect_timeout: float = 0.25,
+        **kw: Any,
+    ) -> RedisCache:
+        """A cache on a new client for ``url`` with short timeouts (``kw`` go to the cache)."""
+        client = aioredis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            decode_responses=False,
+        )
+        return cls(client, **kw)
+
+    @property
+    def healthy(self) -> bool:
+        """False from a connection failure until a call succeeds again."""
+        return self._healthy
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    async def get_embedding(self, text: str) -> list[float] | None:
+        raw = await self._run("embedding", lambda: self._client.get(self._emb_key(text)))
+        if isinstance(raw, _Failed):
+            return None
+        if not isinstance(raw, bytes) or len(raw) % 4:
+            self.misses["embedding"] += 1
+            return None
+        self.hits["embedding"] += 1
+        return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+
+    async def put_embedding(self, text: str, vector: Sequence[float]) -> None:
+        data = np.asarray(vector, dtype="<f4").tobytes()
+        key = self._emb_key(text)
+        await self._run("embedding", lambda: self._client.set(key, data, px=self._embedding_ms))
+
+    # -- replies ----------------------------------------------------------------------------
+
+    async def get_reply(self, tenant_id: str, request_key: str) -> bytes | None:
+        tenant_h, request_h = _sha(tenant_id)[:32], _sha(request_key)
+        out = await self._run(
+            "reply",
+            lambda: self._get_reply(
+                keys=[self._gen_key(tenant_h)], args=[self._reply_prefix(tenant_h), request_h]
+            ),
+        )
+        if isinstance(out, _Failed):
+            return None
+        if len(out) == 2 and out[1] is not None:
+            self.hits["reply"] += 1
+            return bytes(out[1])
+        self.misses["reply"] += 1
+        if len(self._pending) >= _PENDING_MAX:
+            self._pending.pop(next(iter(self._pending)))
+        self._pending[(tenant_h, request_h)] = out[0].decode() if out else ""
+        return None
+
+    async def put_reply(self, tenant_id: str, request_key: str, reply: bytes) -> None:
+        tenant_h, request_h = _sha(tenant_id)[:32], _sha(request_key)
+        expected = self._pending.pop((tenant_h, request_h), _ANY_GEN)
+        key, prefix = self._gen_key(tenant_h), self._reply_prefix(tenant_h)
+        args = (prefix, request_h, expected, reply, self._reply_ms, self._gen_ms)
+        await self._run("reply", lambda: self._put_reply(keys=[key], args=args))
+
+    async def invalidate_tenant(self, tenant_id: str) -> None:
+        key = self._gen_key(_sha(tenant_id)[:32])
+        await self._run("reply", lambda: self._invalidate(keys=[key], args=[self._gen_ms]))
+
+    # -- trust ------------------------------------------------------------------------------
+
+    async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        ids = list(dict.fromkeys(version_ids))
+        if not ids:
+            return {}
+        values = await self._run("trust", lambda: self._client.mget(self._trust_keys(ids)))
+        if isinstance(values, _Failed):
+            return {}
+        found: dict[str, dict[str, float]] = {}
+        for version_id, raw in zip(ids, values, strict=True):
+            decoded = _decode_trust(raw) if isinstance(raw, bytes) else None
+            if decoded is None:
+                self.misses["trust"] += 1
+            else:
+                self.hits["trust"] += 1
+                found[version_id] = decoded
+        return found
+
+    async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None:
+        if not components:
+            return
+        items = [
+            (key, json.dumps({k: float(v) for k, v in comp.items()}, separators=(",", ":")))
+            for key, comp in zip(self._trust_keys(components), components.values(), strict=True)
+        ]
+
+        async def write() -> None:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key, value in items:
+                    pipe.set(key, value, px=self._trust_ms)
+                await pipe.execute()
+
+        await self._run("trust", write)
+
+    async def close(self) -> None:
+        try:
+            await self._client.aclose()
+        except (redis.RedisError, OSError) as exc:
+            log.debug("closing the Redis cache client failed: %s", exc)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _emb_key(self, text: str) -> str:
+        return self._emb_prefix + _sha(text)
+
+    def _gen_key(self, tenant_h: str) -> str:
+        return f"{self._ns}:gen:{tenant_h}"
+
+    def _reply_prefix(self, tenant_h: str) -> str:
+        return f"{self._ns}:reply:{tenant_h}:"
+
+    def _trust_keys(self, version_ids: Sequence[str] | Mapping[str, Any]) -> list[str]:
+        return [
+            f"{self._ns}:trust:{quote(v, safe='', errors='surrogatepass')}" for v in version_ids
+        ]
+
+    async def _run(self, kind: str, call: Callable[[], Awaitable[T]]) -> T | _Failed:
+        """``call()``, or ``_FAILED`` when the breaker is open or Redis fails (logged, counted)."""
+        now = time.monotonic()
+        if now < self._open_until:
+            self.skipped[kind] += 1
+            return _FAILED
+        if not self._healthy:
+            # Half-open: this call probes; concurrent ones keep skipping until it answers.
+            self._open_until = now + self._breaker_s
+        try:
+            result = await call()
+        except redis.ResponseError as exc:  # Redis answered: reachable, but this call failed
+            self._healthy, self._open_until = True, 0.0
+            self._report(kind, "error reply", exc)
+            return _FAILED
+        except _OUTAGE as exc:
+            self._healthy = False
+            self._open_until = time.monotonic() + self._breaker_s
+            self._report(kind, "unavailable", exc)
+            return _FAILED
+        if not self._healthy:
+            log.info("Redis cache reachable again")
+        self._healthy = True
+        self._open_until = 0.0
+        return result
+
+    def _report(self, kind: str, what: str, exc: BaseException) -> None:
+        self.errors[kind] += 1
+        now = time.monotonic()
+        if now - self._last_warning >= _WARN_EVERY_S:
+            self._last_warning = now
+            log.warning(
+                "Redis cache %s for %s (%s: %s); serving misses (next warning in %.0f s at most)",
+                what,
+                kind,
+                type(exc).__name__,
+                exc,
+                _WARN_EVERY_S,
+            )
+        else:
+            log.debug("Redis cache %s for %s: %r", what, kind, exc)
+
+
+def _decode_trust(raw: bytes) -> dict[str, float] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    try:
+        return {str(k): float(v) for k, v in value.items()}
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,475 @@
+"""Retrieval on the real stack: the traps that fool plain vector stores, isolation, concurrency.
+
+One worker for the module; every test publishes its own data under its own tenant and asks
+through ``MemoryClient`` over Tansu, exactly as an agent would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from streams.client import MemoryClient, RetrievalTimeout
+from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup, produce
+from tests.e2e.processes import Process
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture(scope="module")
+def stack(
+    broker: str, machine_postgres_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[IngestSetup, Process]]:
+    setup = make_setup(broker, machine_postgres_dsn, tmp_path_factory.mktemp("retrieval"))
+    worker = setup.worker()
+    yield setup, worker
+    assert worker.terminate() == 0, worker.output[-3000:]
+
+
+def memory(
+    tenant: str,
+    key: str,
+    content: str,
+    *,
+    ago: timedelta,
+    entity: str = "customer:C-1",
+    fact: str = "note",
+    source: str = "crm",
+    status: str = "active",
+    op: str = "UPSERT",
+    **extra: Any,
+) -> dict[str, Any]:
+    entity_type, entity_id = entity.split(":", 1)
+    return {
+        "event_id": f"{key}@{uuid.uuid4().hex[:8]}",
+        "tenant_id": tenant,
+        "memory_key": key,
+        "entity_type": entity_type,
+        "entity_id": entity_id,
+        "fact_type": fact,
+        "content": content,
+        "source_system": source,
+        "status": status,
+        "op": op,
+        "occurred_at": (NOW - ago).isoformat(),
+        **extra,
+    }
+
+
+def ingest(setup: IngestSetup, events: list[dict[str, Any]]) -> None:
+    produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+    status = setup.wait([(e["tenant_id"], e["event_id"]) for e in events], timeout=120)
+    assert not status.pending and not status.dead, status
+
+
+def ask(setup: IngestSetup, query: str, tenant: str, **kw: Any) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        async with MemoryClient(setup.broker, setup.topics, timeout=30) as client:
+            return await client.retrieve(query, tenant, force=kw.pop("force", True), **kw)
+
+    reply = asyncio.run(go())
+    assert reply["status"] == "ok", reply
+    return reply
+
+
+def keys(reply: dict[str, Any]) -> list[str]:
+    return [r["memory_key"] for r in reply["results"]]
+
+
+DAY = timedelta(days=1)
+
+
+def test_another_customers_near_identical_record(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "return:C-100",
+                "Customer returned the blue XR-500 headphones; refund of 89 EUR issued.",
+                ago=20 * DAY,
+                entity="customer:C-100",
+                fact="return",
+                source="erp",
+            ),
+            memory(
+                tenant,
+                "return:C-200",
+                "Customer returned blue XR-500 headphones, refund issued.",
+                ago=3 * DAY,
+                entity="customer:C-200",
+                fact="return",
+                source="erp",
+            ),
+        ],
+    )
+    reply = ask(setup, "what headphones did I return?", tenant, user="C-100")
+    top = reply["results"][0]
+    assert top["memory_key"] == "return:C-100"
+    assert top["binding_kind"] == "exact"
+    others = [r for r in reply["results"] if r["memory_key"] == "return:C-200"]
+    assert all(r["scores"]["final"] < top["scores"]["final"] for r in others)
+
+
+def test_superseded_spec_newest_wins_and_as_of_gets_the_old_one(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "spec:X1",
+                "The X1 phone charges over micro-USB.",
+                ago=400 * DAY,
+                entity="product:X1",
+                fact="product_spec",
+                source="catalog",
+            ),
+            memory(
+                tenant,
+                "spec:X1",
+                "The X1 phone charges over USB-C.",
+                ago=30 * DAY,
+                entity="product:X1",
+                fact="product_spec",
+                source="catalog",
+            ),
+        ],
+    )
+    now = ask(setup, "does the X1 charge over USB-C?", tenant)
+    assert keys(now) == ["spec:X1"] and now["results"][0]["version"] == 2
+    assert now["results"][0]["valid_to"] is None
+    then = ask(setup, "does the X1 charge over USB-C?", tenant, as_of=NOW - 200 * DAY)
+    assert [(r["memory_key"], r["version"]) for r in then["results"]] == [("spec:X1", 1)]
+    assert then["results"][0]["valid_to"] is not None
+
+
+def test_retracted_forum_post_vs_official_document(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    post = memory(
+        tenant,
+        "forum:77",
+        "The X1 has wireless charging built in, I tried it!",
+        ago=10 * DAY,
+        entity="product:X1",
+        fact="forum_post",
+        source="forum",
+    )
+    ingest(
+        setup,
+        [
+            post,
+            memory(
+                tenant,
+                "doc:X1-manual",
+                "X1 manual: the X1 does not support wireless charging; "
+                "charge with the USB-C cable.",
+                ago=60 * DAY,
+                entity="product:X1",
+                fact="official_doc",
+                source="official",
+            ),
+        ],
+    )
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "forum:77",
+                "",
+                ago=5 * DAY,
+                entity="product:X1",
+                fact="forum_post",
+                source="forum",
+                op="RETRACT",
+            )
+        ],
+    )
+    reply = ask(setup, "does the X1 have wireless charging?", tenant)
+    assert keys(reply)[0] == "doc:X1-manual"
+    assert "forum:77" not in keys(reply), "a retracted memory is never returned"
+
+
+def test_three_year_old_view_vs_last_weeks(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "view:1",
+                "Viewed red running shoes RunFast 3 product page.",
+                ago=3 * 365 * DAY,
+                fact="page_view",
+                source="clickstream",
+            ),
+            memory(
+                tenant,
+                "view:2",
+                "Viewed trail running shoes TrailMax product page.",
+                ago=7 * DAY,
+                fact="page_view",
+                source="clickstream",
+            ),
+        ],
+    )
+    reply = ask(setup, "which running shoes was I looking at?", tenant, user="C-1")
+    assert keys(reply)[0] == "view:2"
+    old = next(r for r in reply["results"] if r["memory_key"] == "view:1")
+    assert old["scores"]["recency"] < 0.01 < reply["results"][0]["scores"]["recency"]
+
+
+def test_resolved_complaint_vs_newer_open_one(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "complaint:1",
+                "Complaint: my order arrived late. Status: resolved with a voucher.",
+                ago=60 * DAY,
+                fact="complaint",
+                source="ticketing",
+                status="resolved",
+            ),
+            memory(
+                tenant,
+                "complaint:2",
+                "Complaint: my order arrived damaged, waiting for replacement.",
+                ago=4 * DAY,
+                fact="complaint",
+                source="ticketing",
+                status="pending",
+            ),
+        ],
+    )
+    reply = ask(setup, "what is the status of my complaint?", tenant, user="C-1")
+    top = reply["results"][0]
+    assert top["memory_key"] == "complaint:2"
+    assert top["effective_status"] == "escalated", "pending for more than 48 h escalates"
+
+
+def test_user_review_vs_official_spec(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "review:9",
+                "Great phone, the X1 battery lasts 20 hours easily!",
+                ago=5 * DAY,
+                entity="product:X1",
+                fact="review",
+                source="user_review",
+            ),
+            memory(
+                tenant,
+                "spec:X1-battery",
+                "X1 battery life: up to 12 hours of use.",
+                ago=90 * DAY,
+                entity="product:X1",
+                fact="product_spec",
+                source="catalog",
+            ),
+        ],
+    )
+    reply = ask(setup, "how long does the X1 battery last?", tenant)
+    assert keys(reply)[0] == "spec:X1-battery"
+
+
+def test_exact_attributes_beat_a_semantically_similar_item(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "sku:XR-300-red",
+                "XR-300 wireless headphones, colour red, USB-C port.",
+                ago=30 * DAY,
+                entity="product:XR-300",
+                fact="product_spec",
+                source="catalog",
+                attributes={"model": "XR-300", "colour": "red"},
+            ),
+            memory(
+                tenant,
+                "sku:XR-500-black",
+                "XR-500 wireless headphones, colour black, USB-C.",
+                ago=30 * DAY,
+                entity="product:XR-500",
+                fact="product_spec",
+                source="catalog",
+                attributes={"model": "XR-500", "colour": "black"},
+            ),
+            memory(
+                tenant,
+                "sku:XR-500-red",
+                "XR-500 wireless headphones, colour red, USB-C port.",
+                ago=30 * DAY,
+                entity="product:XR-500",
+                fact="product_spec",
+                source="catalog",
+                attributes={"model": "XR-500", "colour": "red"},
+            ),
+        ],
+    )
+    reply = ask(setup, "XR-500 in red with USB-C", tenant)
+    assert keys(reply)[0] == "sku:XR-500-red"
+
+
+def test_time_window_keeps_only_what_happened_in_it(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "order:march",
+                "Ordered a coffee grinder.",
+                ago=250 * DAY,
+                fact="order",
+                source="erp",
+            ),
+            memory(
+                tenant,
+                "order:june",
+                "Ordered a coffee kettle.",
+                ago=170 * DAY,
+                fact="order",
+                source="erp",
+            ),
+        ],
+    )
+    window = (NOW - 260 * DAY, NOW - 240 * DAY)
+    reply = ask(setup, "what coffee things did I order?", tenant, user="C-1", window=window)
+    assert keys(reply) == ["order:march"]
+
+
+def test_bad_requests_get_error_replies(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+
+    async def go() -> list[dict[str, Any]]:
+        async with MemoryClient(setup.broker, setup.topics, timeout=30) as client:
+            base = {"query": "anything", "tenant_id": tenant, "limit": 5}
+            return list(
+                await asyncio.gather(
+                    client.send({**base, "tenant_id": ""}),
+                    client.send({**base, "query": "  "}),
+                    client.send({**base, "tenant_id": f"nobody-{uuid.uuid4().hex}"}),
+                    client.send({**base, "limit": 500}),
+                )
+            )
+
+    codes = [r["error"]["code"] for r in asyncio.run(go())]
+    assert codes == ["missing_tenant", "missing_query", "unknown_tenant", "limit_out_of_range"]
+
+
+def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(setup, [memory(tenant, "n:1", "Customer likes jazz.", ago=DAY)])
+    gated = ask(setup, "what is the capital of France?", tenant, force=False)
+    assert gated["status"] == "skipped" or gated["gate"]["decision"] == "skip"
+    assert gated["gate"]["reason"]
+    forced = ask(setup, "what is the capital of France?", tenant, force=True)
+    assert forced["gate"]["decision"] == "forced"
+
+
+def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
+    setup, _ = stack
+    rng = random.Random(11)
+    tenants = [f"iso-{uuid.uuid4().hex[:8]}" for _ in range(6)]
+    topics = [
+        "refund for headphones",
+        "late delivery complaint",
+        "USB-C charger spec",
+        "address change",
+        "loyalty points balance",
+    ]
+    events = [
+        memory(
+            t,
+            f"{t}:{i}",
+            f"{topic} for account {t}",
+            ago=(i + 1) * DAY,
+            entity=f"customer:{rng.choice(['C-1', 'C-2'])}",
+        )
+        for t in tenants
+        for i, topic in enumerate(topics)
+    ]
+    ingest(setup, events)
+    owner = {f"{t}:{i}": t for t in tenants for i in range(len(topics))}
+
+    async def go() -> list[tuple[str, dict[str, Any]]]:
+        async with MemoryClient(setup.broker, setup.topics, timeout=60) as client:
+            asks = [(rng.choice(tenants), rng.choice(topics)) for _ in range(60)]
+            replies = await asyncio.gather(
+                *(
+                    client.retrieve(q, t, user=rng.choice(["C-1", "C-2"]), force=True, limit=10)
+                    for t, q in asks
+                )
+            )
+            return [(t, r) for (t, _), r in zip(asks, replies, strict=True)]
+
+    for asked, reply in asyncio.run(go()):
+        assert reply["results"], "every tenant has matching memories"
+        assert {owner[r["memory_key"]] for r in reply["results"]} == {asked}
+
+
+def test_200_concurrent_requests_from_several_clients(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(tenant, f"c:{i}", f"Order {i}: bought item number {i}", ago=i * DAY)
+            for i in range(1, 21)
+        ],
+    )
+
+    async def client_run(n: int, count: int) -> list[tuple[str, dict[str, Any]]]:
+        async with MemoryClient(
+            setup.broker, setup.topics, reply_partition=n % 4, timeout=90
+        ) as client:
+            ids = [f"client{n}-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
+            replies = await asyncio.gather(
+                *(
+                    client.retrieve(
+                        f"what did I buy, item {i}?", tenant, force=True, request_id=rid
+                    )
+                    for i, rid in enumerate(ids)
+                )
+            )
+            return list(zip(ids, replies, strict=True))
+
+    async def go() -> list[tuple[str, dict[str, Any]]]:
+        runs = await asyncio.gather(*(client_run(n, 40) for n in range(5)))
+        return [pair for run in runs for pair in run]
+
+    pairs = asyncio.run(go())
+    assert len(pairs) == 200
+    assert all(reply["request_id"] == rid and reply["status"] == "ok" for rid, reply in pairs)
+
+
+def test_timeout_is_a_clear_error(broker: str) -> None:
+    from ops.topics import ensure_topics
+    from services.settings import Topics
+
+    topics = Topics(prefix=f"idle-{uuid.uuid4().hex[:8]}.")
+    ensure_topics(broker, topics.all())
+
+    async def go() -> None:
+        async with MemoryClient(broker, topics, timeout=1.0) as client:
+            await client.retrieve("anything", "t", force=True)
+
+    with pytest.raises(RetrievalTimeout, match=r"no reply to request .* within 1\.0s"):
+        asyncio.run(go())

@@ -1,0 +1,371 @@
+"""PostgresMemoryQueries against real PostgreSQL (15 on the machine, 18 embedded).
+
+Data goes in through the real write path (``PostgresMemoryRepository.record``), except the
+10,000-version latency check, which COPYs rows in directly. Every test uses a fresh tenant id in
+the session's migrated schema.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import statistics
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from psycopg.rows import dict_row
+
+from services.adapters.postgres import PostgresMemoryRepository, search_text
+from services.adapters.postgres_queries import PostgresMemoryQueries, build_search, query_terms
+from services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
+from services.ports import KeywordHit, Position, VectorFilter
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+DAY = timedelta(days=1)
+EVERYTHING = VectorFilter(current_only=False)
+CURRENT = VectorFilter()
+_offsets = itertools.count()
+
+
+@pytest.fixture
+async def repo(pg_dsn: str) -> AsyncIterator[PostgresMemoryRepository]:
+    repository = await PostgresMemoryRepository.connect(pg_dsn)
+    yield repository
+    await repository.close()
+
+
+@pytest.fixture
+def queries(repo: PostgresMemoryRepository) -> PostgresMemoryQueries:
+    return PostgresMemoryQueries(repo.pool)
+
+
+async def put(
+    repo: PostgresMemoryRepository,
+    tenant: str,
+    content: str,
+    *,
+    key: str | None = None,
+    at: datetime = T0,
+    attributes: Mapping[str, str] | None = None,
+    fact_type: str = "order",
+    status: str = "open",
+    entity: tuple[str, str] = ("customer", "C-1"),
+    entities: Sequence[Anchor] = (),
+    op: Op = Op.UPSERT,
+) -> MemoryVersion:
+    event_id = uuid.uuid4().hex
+    event = MemoryEvent(
+        event_id=event_id,
+        tenant_id=tenant,
+        memory_key=key or event_id,
+        entity_type=entity[0],
+        entity_id=entity[1],
+        fact_type=fact_type,
+        content=content,
+        source_system="crm",
+        status=status,
+        occurred_at=at,
+        op=op,
+        entities=tuple(entities),
+        attributes=dict(attributes or {}),
+    )
+    recorded = await repo.record(event, {}, Position("t", 0, next(_offsets)), at + DAY)
+    return recorded.version
+
+
+def ids(hits: Sequence[KeywordHit]) -> list[str]:
+    return [hit.version_id for hit in hits]
+
+
+def assert_well_ordered(hits: Sequence[KeywordHit]) -> None:
+    assert all(0.0 < hit.score <= 1.0 for hit in hits)
+    assert list(hits) == sorted(hits, key=lambda h: (-h.score, h.version_id))
+
+
+def test_query_terms_keep_hyphenated_words_exact_terms_and_cjk_bigrams() -> None:
+    terms = {t.text: t for t in query_terms("Is the XR-500 with USB-C in red? 退货订单 它")}
+    assert {"xr-500", "xr", "500", "usb-c", "usb", "red", "退货", "货订", "订单", "它"} == set(
+        terms
+    )
+    assert terms["xr-500"].exact and terms["xr-500"].weight == 3.0
+    assert terms["red"].exact and not terms["xr"].exact and terms["退货"].gram
+    assert query_terms("the of and") == []
+
+
+async def test_exact_model_port_and_colour_beat_loose_matches(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    exact = await put(
+        repo,
+        tenant,
+        "Customer bought the XR-500 headphones",
+        attributes={"colour": "red", "port": "USB-C"},
+    )
+    near = await put(
+        repo,
+        tenant,
+        "Customer bought the XR-5000 headphones",
+        attributes={"colour": "blue", "port": "micro-USB"},
+    )
+    loose = await put(repo, tenant, "Customer asked which headphones to buy")
+    substring = await put(repo, tenant, "A reduced price was offered")
+    hits = await queries.keyword_search(tenant, "XR-500 headphones red USB-C", CURRENT, 10)
+    assert ids(hits) == [exact.version_id, near.version_id, loose.version_id]
+    assert hits[0].score == 1.0  # every term found
+    assert substring.version_id not in ids(hits)  # "red" inside "reduced" is not the colour
+    assert_well_ordered(hits)
+    only_model = await queries.keyword_search(tenant, "XR-500", CURRENT, 10)
+    assert ids(only_model)[0] == exact.version_id and only_model[0].score == 1.0
+
+
+async def test_chinese_and_mixed_queries_match_chinese_content(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    refund = await put(repo, tenant, "客户申请退货，订单号 A-1001")
+    shipping = await put(repo, tenant, "客户询问发货时间")
+    english = await put(repo, tenant, "Customer asked for a refund of order A-1002")
+    red = await put(repo, tenant, "XR-500 耳机（红色）已退货", attributes={"渠道": "天猫"})
+    hits = await queries.keyword_search(tenant, "退货 订单", CURRENT, 10)
+    assert ids(hits)[0] == refund.version_id and hits[0].score == 1.0
+    assert shipping.version_id not in ids(hits) and english.version_id not in ids(hits)
+    assert red.version_id in ids(hits)  # 退货 only: half the terms
+    assert_well_ordered(hits)
+    mixed = await queries.keyword_search(tenant, "A-1001 退货", CURRENT, 10)
+    assert ids(mixed)[0] == refund.version_id and mixed[0].score == 1.0
+    colour = await queries.keyword_search(tenant, "XR-500 红色 退货", CURRENT, 10)
+    assert ids(colour)[0] == red.version_id and colour[0].score == 1.0
+    attribute = await queries.keyword_search(tenant, "天猫", CURRENT, 10)
+    assert ids(attribute) == [red.version_id]
+    one_char = await queries.keyword_search(tenant, "询", CURRENT, 10)
+    assert ids(one_char) == [shipping.version_id]
+
+
+async def test_current_only_and_as_of(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    old = await put(repo, tenant, "Shipping address is Berlin", key="addr", at=T0)
+    new = await put(repo, tenant, "Shipping address is Munich", key="addr", at=T0 + 10 * DAY)
+    current = await queries.keyword_search(tenant, "shipping address", CURRENT, 10)
+    assert ids(current) == [new.version_id]
+    assert await queries.keyword_search(tenant, "Berlin", CURRENT, 10) == []
+    history = await queries.keyword_search(tenant, "shipping address", EVERYTHING, 10)
+    assert set(ids(history)) == {old.version_id, new.version_id}
+    then = VectorFilter(as_of=T0 + 5 * DAY)  # current_only is ignored with as_of
+    assert ids(await queries.keyword_search(tenant, "shipping address", then, 10)) == [
+        old.version_id
+    ]
+    at_change = VectorFilter(as_of=T0 + 10 * DAY)
+    assert ids(await queries.keyword_search(tenant, "address", at_change, 10)) == [new.version_id]
+    before = VectorFilter(as_of=T0 - DAY)
+    assert await queries.keyword_search(tenant, "address", before, 10) == []
+
+
+async def test_metadata_filters(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    a = await put(repo, tenant, "laptop order", entity=("customer", "C-1"), at=T0)
+    b = await put(
+        repo,
+        tenant,
+        "laptop order",
+        entity=("customer", "C-2"),
+        entities=[Anchor("order", "O-9")],
+        at=T0 + 5 * DAY,
+        fact_type="complaint",
+    )
+    c = await put(repo, tenant, "laptop order", entity=("customer", "C-3"), status="cancelled")
+
+    async def search(flt: VectorFilter) -> set[str]:
+        return set(ids(await queries.keyword_search(tenant, "laptop", flt, 10)))
+
+    assert await search(CURRENT) == {a.version_id, b.version_id, c.version_id}
+    assert await search(VectorFilter(anchors=("customer:C-1", "order:O-9"))) == {
+        a.version_id,
+        b.version_id,
+    }
+    assert await search(VectorFilter(anchors=("customer:nobody",))) == set()
+    window = VectorFilter(window=(T0 + DAY, T0 + 5 * DAY))  # inclusive bounds
+    assert await search(window) == {b.version_id}
+    assert await search(VectorFilter(fact_types=("complaint",))) == {b.version_id}
+    assert await search(VectorFilter(exclude_statuses=("cancelled", "retracted"))) == {
+        a.version_id,
+        b.version_id,
+    }
+
+
+async def test_retracted_memories_are_never_returned(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    kept = await put(repo, tenant, "Customer prefers the gold plan", key="plan", at=T0)
+    tomb = await put(repo, tenant, "", key="plan", at=T0 + 10 * DAY, op=Op.RETRACT)
+    assert tomb.op is Op.RETRACT and tomb.content == kept.content  # same searchable text
+    assert await queries.keyword_search(tenant, "gold plan", CURRENT, 10) == []
+    after = VectorFilter(as_of=T0 + 11 * DAY)
+    assert await queries.keyword_search(tenant, "gold plan", after, 10) == []
+    # History still holds the UPSERT version valid before the retraction; never the tombstone.
+    before = VectorFilter(as_of=T0 + DAY)
+    assert ids(await queries.keyword_search(tenant, "gold plan", before, 10)) == [kept.version_id]
+    everything = await queries.keyword_search(tenant, "gold plan", EVERYTHING, 10)
+    assert tomb.version_id not in ids(everything)
+
+
+async def test_tenants_are_isolated(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    other = f"other-{uuid.uuid4().hex}"
+    mine = await put(repo, tenant, "客户申请退货 XR-500 red")
+    theirs = await put(repo, other, "客户申请退货 XR-500 red")
+    for query in ("退货", "XR-500", "red", "客户申请退货 XR-500 red"):
+        assert ids(await queries.keyword_search(tenant, query, EVERYTHING, 10)) == [mine.version_id]
+        assert ids(await queries.keyword_search(other, query, EVERYTHING, 10)) == [
+            theirs.version_id
+        ]
+    asked = [theirs.version_id, "not-a-uuid", mine.version_id, str(uuid.uuid4())]
+    assert await queries.versions(tenant, asked) == [mine]
+    assert await queries.versions(other, asked) == [theirs]
+    assert await queries.versions(tenant, []) == []
+
+
+async def test_versions_come_back_whole_in_the_order_asked(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    first = await put(repo, tenant, "one", attributes={"k": "v"}, entities=[Anchor("order", "1")])
+    second = await put(repo, tenant, "two", key="two")
+    third = await put(repo, tenant, "three", key="two", at=T0 + DAY)
+    got = await queries.versions(tenant, [third.version_id, first.version_id, first.version_id])
+    assert got == [third, first]
+    changed = await queries.versions(tenant, [second.version_id])
+    assert changed[0].is_current is False and changed[0].valid_to == third.valid_from
+
+
+async def test_known_tenant(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    assert await queries.known_tenant(tenant) is False  # negative answers are not cached
+    await put(repo, tenant, "hello")
+    assert await queries.known_tenant(tenant) is True
+    assert await queries.known_tenant(tenant) is True  # from the in-process cache
+    assert await queries.known_tenant(f"nobody-{uuid.uuid4().hex}") is False
+
+
+async def test_scores_ties_limits_and_hostile_queries(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    twins = [await put(repo, tenant, "blue kettle") for _ in range(3)]
+    half = await put(repo, tenant, "blue teapot")
+    hits = await queries.keyword_search(tenant, "blue kettle", CURRENT, 10)
+    assert ids(hits) == [*sorted(v.version_id for v in twins), half.version_id]
+    assert [h.score for h in hits] == [1.0, 1.0, 1.0, pytest.approx(3 / 4)]  # blue is exact (3)
+    assert_well_ordered(hits)
+    assert ids(await queries.keyword_search(tenant, "blue kettle", CURRENT, 2)) == ids(hits)[:2]
+    assert await queries.keyword_search(tenant, "blue kettle", CURRENT, 0) == []
+    for hostile in ("", "   ", "the of", "'; DROP TABLE memory_versions; --", '"%_\\"', "-or-"):
+        assert await queries.keyword_search(tenant, hostile, CURRENT, 10) == []
+    percent = await put(repo, tenant, "discount of 50% on the a_c unit")
+    assert ids(await queries.keyword_search(tenant, '"a_c"', CURRENT, 10)) == [percent.version_id]
+    assert await queries.keyword_search(tenant, '"a%c"', CURRENT, 10) == []
+
+
+async def test_latency_for_ten_thousand_versions(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    """Printed, not asserted: 10,000 versions COPYed in, then typical queries timed."""
+    products = ["XR-500", "XR-700", "AB-12", "Z9"]
+    colours = ["red", "blue", "black", "white", "green"]
+    words = ["headphones", "charger", "cable", "laptop", "kettle", "monitor", "keyboard"]
+    zh = ["客户申请退货", "订单已发货", "投诉物流太慢", "询问保修政策", "要求换货"]
+    async with repo.pool.connection() as conn:
+        await conn.execute("INSERT INTO tenants (tenant_id) VALUES (%s)", (tenant,))
+        columns = (
+            "version_id, tenant_id, memory_key, version, event_id, entity_type, entity_id,"
+            " anchors, fact_type, content, attributes, search_text, source_system, status, op,"
+            " occurred_at, valid_from, recorded_at, is_current"
+        )
+        async with conn.cursor().copy(f"COPY memory_versions ({columns}) FROM STDIN") as copy:
+            for i in range(10_000):
+                content = (
+                    f"Customer C-{i % 700} ordered {words[i % 7]} {products[i % 4]}"
+                    f" in {colours[i % 5]}, order A-{i}. {zh[i % 5]}"
+                )
+                attributes = {"colour": colours[i % 5], "sku": f"SKU-{i % 97}"}
+                version = MemoryVersion(
+                    version_id=str(uuid.uuid4()),
+                    tenant_id=tenant,
+                    memory_key=f"m{i}",
+                    version=1,
+                    parent_id=None,
+                    event_id=f"e{i}",
+                    entity_type="customer",
+                    entity_id=f"C-{i % 700}",
+                    fact_type="order",
+                    content=content,
+                    source_system="crm",
+                    status="open",
+                    op=Op.UPSERT,
+                    occurred_at=T0 + i * timedelta(minutes=5),
+                    valid_from=T0 + i * timedelta(minutes=5),
+                    valid_to=None,
+                    recorded_at=T0 + i * timedelta(minutes=5),
+                    superseded_at=None,
+                    is_current=True,
+                    attributes=attributes,
+                )
+                await copy.write_row(
+                    (
+                        version.version_id,
+                        tenant,
+                        version.memory_key,
+                        1,
+                        version.event_id,
+                        "customer",
+                        version.entity_id,
+                        [f"customer:{version.entity_id}"],
+                        "order",
+                        content,
+                        json.dumps(attributes),
+                        search_text(version),
+                        "crm",
+                        "open",
+                        "UPSERT",
+                        version.occurred_at,
+                        version.valid_from,
+                        version.recorded_at,
+                        True,
+                    )
+                )
+        await conn.execute("ANALYZE memory_versions")
+    cases = [
+        ("XR-500 red headphones", CURRENT),
+        ("order A-4321", CURRENT),
+        ("客户 退货", CURRENT),
+        ("did customer C-17 return the charger?", VectorFilter(anchors=("customer:C-17",))),
+        ("blue kettle last week", VectorFilter(window=(T0 + 20 * DAY, T0 + 27 * DAY))),
+    ]
+    for query, flt in cases:
+        hits = await queries.keyword_search(tenant, query, flt, 40)
+        assert hits and len(hits) <= 40
+        assert_well_ordered(hits)
+        timings = []
+        for _ in range(20):
+            start = time.perf_counter()
+            await queries.keyword_search(tenant, query, flt, 40)
+            timings.append((time.perf_counter() - start) * 1000)
+        built = build_search(tenant, query, flt, 40)
+        assert built is not None
+        async with repo.pool.connection() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(
+                b"EXPLAIN (ANALYZE, FORMAT TEXT) " + built[0].as_bytes(conn), built[1]
+            )
+            plan = [row["QUERY PLAN"] for row in await cur.fetchall()]
+        scans = sorted(
+            {line.strip().split(" on ")[-1].split()[0] for line in plan if "Index Scan" in line}
+        )
+        print(
+            f"\n[keyword latency, 10k versions] {query!r}: median"
+            f" {statistics.median(timings):.2f} ms, max {max(timings):.2f} ms,"
+            f" {len(hits)} hits, indexes {scans}, {plan[-1].strip()}"
+        )
