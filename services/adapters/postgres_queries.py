@@ -29,9 +29,9 @@ from services.domain.gating import exact_terms
 from services.domain.model import MemoryVersion
 from services.ports import KeywordHit, VectorFilter
 
-EXACT_WEIGHT = 3.0
-WORD_WEIGHT = 1.0
-CJK_WEIGHT = 1.0
+EXACT_WEIGHT = 3
+WORD_WEIGHT = 1
+CJK_WEIGHT = 1
 
 # Han (with extension A and compatibility ideographs), Hiragana, Katakana, Hangul syllables.
 # Must stay equal to the ranges of cjk_grams() in ops/migrations/0002_cjk_grams.sql.
@@ -58,7 +58,7 @@ class Term:
     """
 
     text: str
-    weight: float
+    weight: int
     exact: bool = False
     gram: bool = False
 
@@ -109,8 +109,8 @@ def _like_pattern(term: str) -> str:
 def _bounded_regex(term: str) -> str:
     """A POSIX regex (ARE) matching ``term`` literally, not inside a longer ASCII word."""
     body = "".join(c if c.isalnum() else "\\" + c for c in term)
-    head = "(^|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[0]) else ""
-    tail = "($|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[-1]) else ""
+    head = "(?:^|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[0]) else ""
+    tail = "(?:$|[^a-z0-9])" if _ASCII_ALNUM.fullmatch(term[-1]) else ""
     return head + body + tail
 
 
@@ -140,64 +140,97 @@ def _filters(tenant_id: str, flt: VectorFilter, params: dict[str, Any]) -> list[
     return conds
 
 
-def _candidates(terms: Sequence[Term], params: dict[str, Any]) -> list[sql.Composable]:
-    """Index conditions, OR-ed: the tsvector for words, pg_trgm for exact terms (pg_trgm
-    needs three characters to search with), the CJK gram index for CJK terms."""
-    matches: list[sql.Composable] = []
+def _needs_trigrams(term: str) -> bool:
+    """Whether an exact term needs the trigram index besides the tsvector: ids, model numbers
+    and phrases, which the text-search parser splits or glues to CJK neighbours ("订单号A-1001").
+    A plain word (a colour, "hdmi") is left to the tsvector; pg_trgm needs three characters."""
+    return len(term) >= 3 and not (term.isascii() and term.isalpha())
+
+
+def _candidates(
+    terms: Sequence[Term], filters: sql.Composable, params: dict[str, Any]
+) -> list[sql.Composable]:
+    """One SELECT per index, each excluding the rows of the ones before, so that they can be
+    appended without de-duplication: the tsvector for words, pg_trgm for exact terms, the CJK
+    gram index for CJK terms. Separate statements keep each on its index (one OR would let a
+    misestimate scan the whole tenant and evaluate every condition on every row)."""
+    conditions: list[sql.Composable] = []
     words = [t.text for t in terms if _WORD.fullmatch(t.text)]
     if words:
         params["tsq"] = " or ".join(words)
-        matches.append(sql.SQL("tsv @@ websearch_to_tsquery('simple', %(tsq)s)"))
-    likes = [_like_pattern(t.text) for t in terms if t.exact and len(t.text) >= 3]
+        conditions.append(sql.SQL("tsv @@ websearch_to_tsquery('simple', %(tsq)s)"))
+    likes = [_like_pattern(t.text) for t in terms if t.exact and _needs_trigrams(t.text)]
     if likes:
         params["likes"] = likes
-        matches.append(sql.SQL("search_text ILIKE ANY(%(likes)s::text[])"))
+        conditions.append(sql.SQL("search_text ILIKE ANY(%(likes)s::text[])"))
     grams = [t.text for t in terms if t.gram]
     if grams:
         params["grams"] = grams
-        matches.append(sql.SQL("cjk_grams(search_text) && %(grams)s::text[]"))
-    return matches
+        conditions.append(sql.SQL("cjk_grams(search_text) && %(grams)s::text[]"))
+    return [
+        sql.SQL("SELECT version_id, search_text FROM memory_versions WHERE {}").format(
+            sql.SQL(" AND ").join(
+                [filters, condition, *(sql.SQL("NOT ({})").format(c) for c in conditions[:i])]
+            )
+        )
+        for i, condition in enumerate(conditions)
+    ]
 
 
-def build_search(
-    tenant_id: str, query: str, flt: VectorFilter, limit: int
-) -> tuple[sql.Composed, dict[str, Any]] | None:
-    """The keyword-search statement and its parameters; None when there is nothing to search.
+def _needs_full_lower(term: Term) -> bool:
+    # lt is search_text with only its ASCII letters lower-cased (cheap); lf, lower() of it all,
+    # is needed only for a term with non-ASCII letters that have case ("größe", "дом").
+    return not term.text.isascii() and term.text.upper() != term.text
 
-    It yields rows (version_id, score), best first. Exposed so tests can EXPLAIN it.
+
+def _found(term: Term, i: int, params: dict[str, Any]) -> sql.Composable:
+    """The weight of ``term`` if the candidate contains it, else 0."""
+    column = sql.Identifier("lf" if _needs_full_lower(term) else "lt")
+    params[f"t{i}"] = term.text
+    test = sql.SQL("strpos({}, {}) > 0").format(column, sql.Placeholder(f"t{i}"))
+    if term.exact:
+        params[f"r{i}"] = _bounded_regex(term.text)
+        test = sql.SQL("{} AND {} ~ {}").format(test, column, sql.Placeholder(f"r{i}"))
+    return sql.SQL("CASE WHEN {} THEN {} ELSE 0 END").format(test, sql.Literal(term.weight))
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """A keyword-search statement: rows (version_id, found weight), best first."""
+
+    statement: sql.Composed
+    params: dict[str, Any]
+    total: int  # the weight of every term: score = found / total
+
+
+def build_search(tenant_id: str, query: str, flt: VectorFilter, limit: int) -> Search | None:
+    """The keyword-search statement for ``query``; None when there is nothing to search.
+
+    Exposed so that tests can EXPLAIN it.
     """
     terms = query_terms(query)
     if not terms or limit <= 0:
         return None
     params: dict[str, Any] = {"limit": limit}
-    matches = _candidates(terms, params)
-    if not matches:
+    filters = sql.SQL(" AND ").join(_filters(tenant_id, flt, params))
+    candidates = _candidates(terms, filters, params)
+    if not candidates:
         return None
-    found: list[sql.Composable] = []
-    for i, term in enumerate(terms):
-        params[f"t{i}"] = term.text
-        test = sql.SQL("strpos(lt, {}) > 0").format(sql.Placeholder(f"t{i}"))
-        if term.exact:
-            params[f"r{i}"] = _bounded_regex(term.text)
-            test = sql.SQL("{} AND lt ~ {}").format(test, sql.Placeholder(f"r{i}"))
-        found.append(
-            sql.SQL("CASE WHEN {} THEN {} ELSE 0 END").format(test, sql.Literal(term.weight))
-        )
-    total = sum(term.weight for term in terms)
-    # OFFSET 0 keeps the candidate subquery from being flattened: lower() runs once per row.
+    found = sql.SQL(" + ").join(_found(term, i, params) for i, term in enumerate(terms))
+    # OFFSET 0 keeps the candidates from being flattened into the scoring, so that the texts
+    # are lower-cased once per row; ordering by the output column computes the sum once.
+    # Rows found by an index but scoring 0 sort last and are dropped by the caller.
     statement = sql.SQL(
-        "SELECT version_id::text AS version_id, score FROM ("
-        " SELECT version_id, ({found})::float8 / {total} AS score FROM ("
-        "  SELECT version_id, lower(search_text) AS lt FROM memory_versions"
-        "  WHERE {filters} AND ({matches}) OFFSET 0) AS c"
-        ") AS s WHERE score > 0 ORDER BY score DESC, version_id LIMIT %(limit)s"
+        "SELECT version_id::text AS id, {found} AS found FROM ("
+        ' SELECT version_id, (lower(search_text COLLATE "C")) COLLATE "default" AS lt,'
+        " {lf} AS lf FROM ({candidates}) AS u OFFSET 0"
+        ") AS c ORDER BY found DESC, version_id LIMIT %(limit)s"
     ).format(
-        found=sql.SQL(" + ").join(found),
-        total=sql.Literal(total),
-        filters=sql.SQL(" AND ").join(_filters(tenant_id, flt, params)),
-        matches=sql.SQL(" OR ").join(matches),
+        found=found,
+        lf=sql.SQL("lower(search_text)" if any(map(_needs_full_lower, terms)) else "NULL::text"),
+        candidates=sql.SQL(" UNION ALL ").join(candidates),
     )
-    return statement, params
+    return Search(statement, params, sum(term.weight for term in terms))
 
 
 class PostgresMemoryQueries:
@@ -226,28 +259,32 @@ class PostgresMemoryQueries:
         """UPSERT versions of ``tenant_id`` that pass ``flt`` and match ``query``, best first
         (ties by version_id), at most ``limit``.
 
-        Candidates: ``tsv`` matches any word, ``search_text`` ILIKE any exact term of three
-        characters or more, or ``cjk_grams(search_text)`` shares a CJK gram with the query.
-        Score of a candidate, in [0, 1]:
+        Candidates (through the indexes): ``tsv`` matches any word of the query, or
+        ``search_text`` ILIKE an exact term that is not a plain word (ids, model numbers,
+        phrases: the parser splits them, or glues them to Chinese neighbours), or
+        ``cjk_grams(search_text)`` shares a CJK uni/bigram with the query. Each candidate is
+        then scored, in [0, 1]:
 
             score = Σ w(t)·found(t) / Σ w(t)   over the distinct query terms t
 
-        with w = 3 for an exact term (``gating.exact_terms``: model numbers, ports, ids,
-        quoted strings, colours), 1 for a word or a CJK gram; found(t) = 1 when t is a
-        substring of lower(search_text) (for an exact term: not inside a longer ASCII word or
-        number), else 0. A candidate with score 0 is dropped. 1 means every term was found.
+        where w(t) = 3 for an exact term (``gating.exact_terms``: model numbers, ports, ids,
+        quoted strings, colours) and 1 for a word or a CJK gram; found(t) = 1 when t is a
+        substring of lower(search_text) — for an exact term, one not inside a longer ASCII
+        word or number ("red" is not found in "reduced", "xr-500" not in "xr-5000") — else 0.
+        1 means every term was found; candidates scoring 0 are dropped. No ts_rank blending:
+        equal scores are ordered by version_id, so results are deterministic.
         """
         built = build_search(tenant_id, query, flt, limit)
         if built is None:
             return []
-        statement, params = built
         try:
             async with self._pool.connection() as conn:
-                cur = await conn.execute(statement, params)
+                # Never a generic plan: estimates and constant folding need the actual terms.
+                cur = await conn.execute(built.statement, built.params, prepare=False)
                 rows = await cur.fetchall()
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"keyword search for tenant {tenant_id!r}") from exc
-        return [KeywordHit(str(vid), min(1.0, max(0.0, float(score)))) for vid, score in rows]
+        return [KeywordHit(vid, min(1.0, found / built.total)) for vid, found in rows if found > 0]
 
     async def versions(self, tenant_id: str, version_ids: Sequence[str]) -> list[MemoryVersion]:
         """The versions of ``tenant_id`` among ``version_ids``, in the order asked; ids of other

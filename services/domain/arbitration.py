@@ -1,7 +1,10 @@
 """Arbitration: conflicting memories about the same entity and fact, settled by source priority.
 
-Two results conflict when they are different memories (memory_key) about the same entity
-(entity_type, entity_id) and the same fact_type, and their contents disagree (``disagree``):
+Two results conflict when they are different memories (memory_key) from different source systems
+about the same entity (entity_type, entity_id) and the same fact_type, and their contents
+disagree (``disagree``). One system's records never conflict with each other: two catalogue
+entries of one product (a red and a black XR-500) are two items, and a system that changes its
+mind publishes a new version of the same memory_key, which versioning settles. Disagreement:
 
 1. attributes that identify a matter (``id`` or ``*_id``: order_id, ticket_id) with different
    values mean two different matters (two orders), which never conflict;
@@ -127,7 +130,11 @@ def arbitrate(
         for i, left in enumerate(group):
             for right in group[i + 1 :]:
                 a, b = left.candidate, right.candidate
-                if a.memory_key == b.memory_key or not disagree(a, b, rules):
+                if (
+                    a.memory_key == b.memory_key
+                    or a.source_system.casefold() == b.source_system.casefold()
+                    or not disagree(a, b, rules)
+                ):
                     continue
                 conflicts.setdefault(a.version_id, {})[b.version_id] = None
                 conflicts.setdefault(b.version_id, {})[a.version_id] = None

@@ -24,6 +24,7 @@ TIME_WORD = "time word"
 POSSESSIVE = "possessive"
 STATE_VERB = "state verb"
 ANAPHORA = "anaphora"
+FIRST_PERSON = "first person"
 ENTITY_ID = "entity id"
 EXACT_ATTRIBUTE = "exact attribute"
 EXPLICIT_TIME = "explicit time"
@@ -100,6 +101,9 @@ _STATE_VERBS_ZH = tuple(
         "还没",
     )
 )
+# "do I like jazz?" asks about the user, but "can I pay by card?" does not: weak cues.
+_FIRST_PERSON_EN = tuple((w, False) for w in ("i", "me", "we", "us", "i'm", "i've", "i'd"))
+_FIRST_PERSON_ZH = tuple((w, False) for w in ("我", "我们"))
 _ANAPHORA_EN = tuple(
     (w, False) for w in ("that one", "this one", "the same one", "the other one", "it", "them")
 )
@@ -110,6 +114,7 @@ _LEXICON: tuple[tuple[str, tuple[tuple[str, bool], ...], tuple[tuple[str, bool],
     (STATE_VERB, _STATE_VERBS_EN, _STATE_VERBS_ZH),
     (TIME_WORD, _TIME_WORDS_EN, _TIME_WORDS_ZH),
     (ANAPHORA, _ANAPHORA_EN, _ANAPHORA_ZH),
+    (FIRST_PERSON, _FIRST_PERSON_EN, _FIRST_PERSON_ZH),
 )
 
 

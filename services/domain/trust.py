@@ -16,6 +16,7 @@ Pure: ``now`` is a parameter. Must not import any I/O library.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -347,8 +348,21 @@ class TrustProfile:
 DEFAULT_PROFILE = TrustProfile()
 
 
+# A component is never taken below this, so that one zero (another customer, an expired fact)
+# weighs heavily without erasing the evidence of the others.
+TRUST_FLOOR = 0.01
+
+
 def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PROFILE) -> float:
-    """The weighted mean of the components (each clamped to [0, 1]): a value in [0, 1]."""
+    """The weighted GEOMETRIC mean of the components (each clamped to [FLOOR, 1]), in [0, 1].
+
+    Why geometric, not arithmetic: trust is a conjunction — a memory must be from a credible
+    source AND about this entity AND still fresh AND in a usable state. With a weighted mean a
+    complaint resolved 60 days ago (recency 0.003 at a 7-day half-life) kept 0.68 of trust and
+    outranked the open complaint of last week on a keyword coincidence; with the geometric mean
+    a component near zero pulls the whole score down (0.003^0.2 ≈ 0.31) while a perfect
+    component cannot buy back a failed one.
+    """
     pairs = (
         (components.authority, profile.authority),
         (components.recency, profile.recency),
@@ -357,5 +371,5 @@ def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PRO
         (components.cross_validation, profile.cross_validation),
     )
     total = sum(weight for _, weight in pairs)
-    value = sum(min(1.0, max(0.0, score)) * weight for score, weight in pairs) / total
-    return min(1.0, max(0.0, value))
+    log_sum = sum(weight * math.log(min(1.0, max(TRUST_FLOOR, score))) for score, weight in pairs)
+    return min(1.0, max(0.0, math.exp(log_sum / total)))

@@ -68,11 +68,27 @@ def test_attribute_conflict_is_won_by_authority_and_reported_both_ways() -> None
 
 
 def test_equal_authority_is_won_by_recency() -> None:
-    old = result(candidate("old", attributes={"price": "199"}, age=timedelta(days=30)))
-    new = result(candidate("new", attributes={"price": "179"}, age=timedelta(days=1)))
+    assert AUTHORITY.authority("catalog") == AUTHORITY.authority("official")
+    old = result(
+        candidate(
+            "old", source_system="catalog", attributes={"price": "199"}, age=timedelta(days=30)
+        )
+    )
+    new = result(
+        candidate(
+            "new", source_system="official", attributes={"price": "179"}, age=timedelta(days=1)
+        )
+    )
     out = by_id(arbitrate([old, new], AUTHORITY))
     assert out["new"].scores.final == pytest.approx(0.8)
     assert out["old"].scores.final == pytest.approx(0.4)
+
+
+def test_one_systems_records_never_conflict() -> None:
+    red = result(candidate("red", attributes={"colour": "red"}))
+    black = result(candidate("black", attributes={"colour": "black"}))
+    out = by_id(arbitrate([red, black], AUTHORITY))
+    assert out["red"] == red and out["black"] == black
 
 
 def test_order_is_preserved_and_untouched_results_stay_identical() -> None:

@@ -119,3 +119,11 @@ def test_find_cues_reports_every_cue_with_strength() -> None:
 def test_words_inside_other_words_are_not_cues() -> None:
     # "it" in "item", "my" in "mystery", "ago" in "Chicago"
     assert find_cues("Mystery item from Chicago") == ()
+
+
+def test_first_person_is_a_weak_cue() -> None:
+    from services.domain.gating import FIRST_PERSON, find_cues
+
+    cues = find_cues("what music do I like?")
+    assert [(c.kind, c.text, c.strong) for c in cues] == [(FIRST_PERSON, "i", False)]
+    assert any(c.kind == FIRST_PERSON for c in find_cues("我喜欢什么音乐？"))

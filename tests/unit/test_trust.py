@@ -13,6 +13,7 @@ from services.domain.errors import DomainError
 from services.domain.model import Anchor
 from services.domain.query import Candidate
 from services.domain.trust import (
+    TRUST_FLOOR,
     AuthorityTable,
     StateRules,
     TrustComponents,
@@ -260,12 +261,18 @@ def test_trust_score_is_monotone_in_authority(parts: TrustComponents, bump: floa
 
 def test_trust_score_extremes_and_weights() -> None:
     assert trust_score(TrustComponents(1, 1, 1, 1, 1)) == pytest.approx(1.0)
-    assert trust_score(TrustComponents(0, 0, 0, 0, 0)) == 0.0
+    assert trust_score(TrustComponents(0, 0, 0, 0, 0)) == pytest.approx(TRUST_FLOOR)
     only_authority = TrustProfile(1, 0, 0, 0, 0)
     assert trust_score(TrustComponents(0.3, 1, 1, 1, 1), only_authority) == pytest.approx(0.3)
-    # default: weighted mean with authority .30, recency .20, binding .25, state .15, cv .10
+    # default: weighted geometric mean, authority .30, recency .20, binding .25, state .15, cv .10
     value = trust_score(TrustComponents(1.0, 0.5, 0.0, 1.0, 0.5))
-    assert value == pytest.approx(0.30 + 0.10 + 0.0 + 0.15 + 0.05)
+    assert value == pytest.approx(0.5**0.20 * TRUST_FLOOR**0.25 * 0.5**0.10)
+
+
+def test_one_failed_component_is_not_bought_back_by_the_others() -> None:
+    stale = trust_score(TrustComponents(0.85, 0.003, 1.0, 0.8, 0.5))
+    fresh = trust_score(TrustComponents(0.85, 0.673, 1.0, 0.9, 0.5))
+    assert stale < 0.5 * fresh
 
 
 def test_invalid_profiles_are_refused() -> None:
