@@ -34,7 +34,7 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def _moment(text: str | None, what: str) -> datetime | None:
+def moment(text: str | None, what: str) -> datetime | None:
     if text is None:
         return None
     try:
@@ -111,7 +111,7 @@ def ask(settings: Settings, args: Any) -> int:
             return 2
         window = None
         if args.window:
-            start, end = (_moment(t, "--window") for t in args.window)
+            start, end = (moment(t, "--window") for t in args.window)
             window = {"from": start, "to": end}
         requests = [
             {
@@ -120,8 +120,8 @@ def ask(settings: Settings, args: Any) -> int:
                 "user_id": args.user,
                 "anchors": [],
                 "context": {"active_task": None, "active_entities": [], "time_window": window},
-                "as_of": _moment(args.as_of, "--as-of"),
-                "known_at": _moment(args.known_at, "--known-at"),
+                "as_of": moment(args.as_of, "--as-of"),
+                "known_at": moment(args.known_at, "--known-at"),
                 "limit": args.limit,
                 "force": args.force,
             }
@@ -153,7 +153,7 @@ def _read_batch(path: Path) -> list[dict[str, Any]]:
         if isinstance(window, list | tuple) and len(window) == 2:
             window = {"from": window[0], "to": window[1]}
         if isinstance(window, dict):
-            window = {k: _moment(str(window[k]), "time_window") for k in ("from", "to")}
+            window = {k: moment(str(window[k]), "time_window") for k in ("from", "to")}
         requests.append(
             {
                 "request_id": raw.get("request_id"),
@@ -168,8 +168,8 @@ def _read_batch(path: Path) -> list[dict[str, Any]]:
                     or [],
                     "time_window": window,
                 },
-                "as_of": _moment(raw.get("as_of"), "as_of"),
-                "known_at": _moment(raw.get("known_at"), "known_at"),
+                "as_of": moment(raw.get("as_of"), "as_of"),
+                "known_at": moment(raw.get("known_at"), "known_at"),
                 "limit": int(raw.get("limit", 10)),
                 "force": bool(raw.get("force", False)),
             }

@@ -228,4 +228,9 @@ def bench(settings: Settings, args: Any) -> int:
     if args.what == "ingest":
         print_ingest(bench_ingest(args.events, args.model_sample))
         return 0
+    if args.what == "query":
+        from ops.bench_query import bench_query, print_query
+
+        print_query(bench_query(args.memories, args.questions))
+        return 0
     raise AssertionError(args.what)

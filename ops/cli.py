@@ -58,16 +58,26 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
 
     bench = sub.add_parser("bench", help="benchmarks that print figures (ingest)")
-    bench.add_argument("what", choices=["ingest"])
+    bench.add_argument("what", choices=["ingest", "query"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
     )
+    bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
+    bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
+
+    audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
+    audit.add_argument("request_id")
+    audit.add_argument("--json", action="store_true", help="the logged request and reply as JSON")
 
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
     history.add_argument("--tenant", required=True)
     history.add_argument("--json", action="store_true", help="one JSON object per version")
+    history.add_argument("--as-of", dest="as_of", help="the version true at this time (ISO)")
+    history.add_argument(
+        "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
+    )
     return parser
 
 
@@ -114,10 +124,22 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from ops.bench import bench
 
         return bench(settings, args)
+    if args.command == "audit":
+        from ops.audit import audit
+
+        return audit(settings, args.request_id, as_json=args.json)
     if args.command == "history":
+        from ops.ask import moment
         from ops.history import history
 
-        return history(settings, args.tenant, args.memory_key, as_json=args.json)
+        return history(
+            settings,
+            args.tenant,
+            args.memory_key,
+            as_json=args.json,
+            as_of=moment(args.as_of, "--as-of"),
+            known_at=moment(args.known_at, "--known-at"),
+        )
     raise AssertionError(f"unhandled command {args.command}")
 
 

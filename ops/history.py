@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.adapters.postgres import PostgresMemoryRepository
+from services.domain import versioning
 from services.domain.model import MemoryVersion
 from services.settings import Settings
 
@@ -53,15 +54,36 @@ async def load_chain(dsn: str, tenant_id: str, memory_key: str) -> list[MemoryVe
         await repo.close()
 
 
-def history(settings: Settings, tenant_id: str, memory_key: str, *, as_json: bool) -> int:
+def history(
+    settings: Settings,
+    tenant_id: str,
+    memory_key: str,
+    *,
+    as_json: bool,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> int:
+    """The chain; ``known_at`` re-derives it as memstream knew it then (transaction time) and
+    ``as_of`` keeps the version that was true then (valid time)."""
     from ops.stack import resolve_settings
 
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
     chain = asyncio.run(load_chain(settings.postgres_dsn, tenant_id, memory_key))
+    if chain and known_at is not None:
+        chain = versioning.known_at(chain, known_at)
+    if chain and as_of is not None:
+        valid = versioning.valid_at(chain, as_of)
+        chain = [valid] if valid is not None else []
     if not chain:
+        when = "".join(
+            f" {label} {moment.isoformat()}"
+            for label, moment in (("as of", as_of), ("known at", known_at))
+            if moment is not None
+        )
         Console(stderr=True).print(
-            f"memstream: history: no memory {memory_key!r} for tenant {tenant_id!r}", markup=False
+            f"memstream: history: no memory {memory_key!r} for tenant {tenant_id!r}{when}",
+            markup=False,
         )
         return 1
     if as_json:

@@ -15,6 +15,7 @@ from pathlib import Path
 from schemas import codec
 from services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
 from services.adapters.postgres import PostgresMemoryRepository
+from services.adapters.postgres_audit import PostgresQueryLog
 from services.adapters.postgres_queries import PostgresMemoryQueries
 from services.adapters.redis_cache import RedisCache
 from services.handlers.index import Indexer
@@ -135,6 +136,7 @@ async def build(
             lambda data: codec.decode("RetrievalRequest", data),
             lambda reply: codec.encode("RetrievalReply", reply),
             clock,
+            PostgresQueryLog(repo.pool),
         )
     return Container(
         settings, repo, index, embedder, indexer, ingestor, cache, retriever, responder

@@ -236,3 +236,9 @@ class ReplySink(Protocol):
     async def reply(self, reply: OutboundReply) -> None: ...
 
     async def dead_letter_request(self, letter: DeadLetter) -> None: ...
+
+
+class QueryLog(Protocol):
+    """The record of every retrieval, for audits."""
+
+    async def record(self, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None: ...

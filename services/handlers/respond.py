@@ -14,7 +14,14 @@ from datetime import datetime
 from typing import Any
 
 from services.handlers.retrieve import Retriever, error_reply
-from services.ports import DeadLetter, OutboundReply, Position, ReplySink
+from services.ports import (
+    AdapterError,
+    DeadLetter,
+    OutboundReply,
+    Position,
+    QueryLog,
+    ReplySink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +53,9 @@ class Responder:
         decode: Callable[[bytes], Mapping[str, Any]],
         encode: Callable[[Mapping[str, Any]], bytes],
         clock: Callable[[], datetime],
+        query_log: QueryLog | None = None,
     ) -> None:
+        self._log = query_log
         self._retriever = retriever
         self._sink = sink
         self._decode = decode
@@ -96,12 +105,23 @@ class Responder:
             else partition
         )
         reply = await self._retriever.retrieve(raw)
-        if not reply_to:
+        outbound = None
+        if reply_to:
+            outbound = await self._send(
+                str(reply_to), partition, reply["request_id"] or correlation_id, reply
+            )
+        else:
             log.warning("request %s has no reply_to; reply dropped", reply.get("request_id"))
-            return None
-        return await self._send(
-            str(reply_to), partition, reply["request_id"] or correlation_id, reply
-        )
+        await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
+        return outbound
+
+    async def _audit(self, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
+        if self._log is None:
+            return
+        try:
+            await self._log.record(request, reply)
+        except AdapterError as exc:  # the answer was given; the audit trail has a gap: say so
+            log.error("request %s answered but not logged: %s", reply.get("request_id"), exc)
 
     async def _send(
         self,

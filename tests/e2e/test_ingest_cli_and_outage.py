@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from ops.stack import EmbeddedStack
 from ops.topics import ensure_topics
 from services.settings import Settings, Topics
 from tests.conftest import MACHINE_REDIS, unique
-from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup, produce
+from tests.e2e.ingest_kit import BASE, IngestSetup, encoded, event, make_setup, produce
 from tests.e2e.processes import run_cli
 
 
@@ -34,12 +35,20 @@ def test_publish_wait_and_history(setup: IngestSetup, tenant: str, tmp_path: Pat
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(lines) + "\n")
     worker = setup.worker()
+    before = datetime.now(UTC).isoformat()
     try:
         first = run_cli(["publish", str(path), "--wait", "--timeout", "120"], setup.env())
         again = run_cli(["publish", str(path), "--wait", "--timeout", "120"], setup.env())
         history = run_cli(["history", "spec:X1", "--tenant", tenant, "--json"], setup.env())
         table = run_cli(["history", "spec:X1", "--tenant", tenant], setup.env())
         missing = run_cli(["history", "nothing", "--tenant", tenant], setup.env())
+        between = (BASE + timedelta(hours=1, minutes=30)).isoformat()
+        as_of = run_cli(
+            ["history", "spec:X1", "--tenant", tenant, "--json", "--as-of", between], setup.env()
+        )
+        unknown_then = run_cli(
+            ["history", "spec:X1", "--tenant", tenant, "--known-at", before], setup.env()
+        )
     finally:
         assert worker.terminate() == 0, worker.output[-3000:]
     assert first.returncode == 1, "rejected lines make the exit status non-zero"
@@ -54,6 +63,8 @@ def test_publish_wait_and_history(setup: IngestSetup, tenant: str, tmp_path: Pat
     assert versions[0]["valid_to"] == versions[1]["valid_from"]
     assert "USB-C" in table.stdout and table.returncode == 0
     assert missing.returncode == 1 and "no memory 'nothing'" in missing.stderr
+    assert [json.loads(line)["version"] for line in as_of.stdout.splitlines()] == [1]
+    assert unknown_then.returncode == 1 and "known at" in unknown_then.stderr
 
 
 def test_postgres_outage_is_waited_out_without_loss(

@@ -487,3 +487,69 @@ def test_timeout_is_a_clear_error(broker: str) -> None:
 
     with pytest.raises(RetrievalTimeout, match=r"no reply to request .* within 1\.0s"):
         asyncio.run(go())
+
+
+def test_audit_shows_what_was_told_even_after_newer_versions(stack: Any, tenant: str) -> None:
+    import json
+    import time
+
+    from tests.e2e.processes import run_cli
+
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "price:X1",
+                "The X1 costs 499 EUR.",
+                ago=10 * DAY,
+                entity="product:X1",
+                fact="price",
+                source="erp",
+            )
+        ],
+    )
+    request_id = f"audit-{uuid.uuid4().hex[:8]}"
+    told = ask(setup, "how much is the X1?", tenant, request_id=request_id)
+    assert keys(told) == ["price:X1"]
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "price:X1",
+                "The X1 costs 449 EUR.",
+                ago=DAY,
+                entity="product:X1",
+                fact="price",
+                source="erp",
+            )
+        ],
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        result = run_cli(["audit", request_id, "--json"], setup.env())
+        if result.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert result.returncode == 0, result.stderr
+    entry = json.loads(result.stdout.splitlines()[0])
+    assert entry["request"]["query"] == "how much is the X1?"
+    assert entry["reply"]["gate"]["decision"] == "forced"
+    logged = entry["reply"]["results"]
+    assert [(r["memory_key"], r["version"], r["content"]) for r in logged] == [
+        ("price:X1", 1, "The X1 costs 499 EUR.")
+    ]
+    assert set(logged[0]["scores"]) >= {"final", "trust", "authority", "recency", "binding"}
+    assert "total" in entry["reply"]["latency_ms"]
+    table = run_cli(["audit", request_id], setup.env())
+    assert "499 EUR" in table.stdout and "gate: forced" in table.stdout
+    # The cached reply is invalidated once memory.changes reports the new version.
+    deadline = time.monotonic() + 15
+    while True:
+        now = ask(setup, "how much is the X1?", tenant)
+        if now["results"][0]["version"] == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert [(r["memory_key"], r["version"]) for r in now["results"]] == [("price:X1", 2)]
