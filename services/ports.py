@@ -66,6 +66,13 @@ class VectorIndex(Protocol):
         """Merge ``payload`` into one existing point (is_current / valid_to changes)."""
         ...
 
+    async def set_payloads(
+        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> set[str]:
+        """Merge each payload into its point, in one write; returns the ids that do not exist
+        (nothing is written for those)."""
+        ...
+
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]: ...

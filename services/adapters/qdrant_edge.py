@@ -134,6 +134,29 @@ class QdrantEdgeIndex:
 
         await self._run(tenant_id, f"set_payload of {pid}", write, create=False)
 
+    async def set_payloads(
+        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> set[str]:
+        if not updates:
+            return set()
+        checked = [(_point_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
+
+        def write(engine: qe.EdgeShard) -> set[str]:
+            found = {str(r.id) for r in engine.retrieve([pid for pid, _ in checked], False, False)}
+            for pid, payload in checked:
+                if pid in found:
+                    engine.update(qe.UpdateOperation.set_payload([pid], payload))
+            if self._flush_writes:
+                engine.flush()  # once for the whole batch
+            return {pid for pid, _ in checked if pid not in found}
+
+        try:
+            return await self._run(
+                tenant_id, f"set_payloads of {len(checked)}", write, create=False
+            )
+        except _UnknownTenantError:
+            return {pid for pid, _ in checked}
+
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:

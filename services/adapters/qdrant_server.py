@@ -122,6 +122,36 @@ class QdrantServerIndex:
             self._client.set_payload(name, dict(payload), points=[pid], wait=True),
         )
 
+    async def set_payloads(
+        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> set[str]:
+        if not updates:
+            return set()
+        checked = [(_point_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
+        name = await self._existing(tenant_id)
+        if name is None:
+            return {pid for pid, _ in checked}
+        records = await self._call(
+            tenant_id,
+            f"retrieve of {len(checked)} points",
+            self._client.retrieve(
+                name, [pid for pid, _ in checked], with_payload=False, with_vectors=False
+            ),
+        )
+        found = {str(r.id) for r in records}
+        operations = [
+            qm.SetPayloadOperation(set_payload=qm.SetPayload(payload=payload, points=[pid]))
+            for pid, payload in checked
+            if pid in found
+        ]
+        if operations:
+            await self._call(
+                tenant_id,
+                f"set_payloads of {len(operations)}",
+                self._client.batch_update_points(name, operations, wait=True),
+            )
+        return {pid for pid, _ in checked if pid not in found}
+
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:

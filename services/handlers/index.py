@@ -134,7 +134,18 @@ class Indexer:
     async def _apply(self, tasks: Sequence[IndexTask]) -> None:
         if not tasks:
             return
+        # Payload-only changes first, in one write per tenant; a point that turns out to be
+        # missing (an index rebuilt or lost) is written whole, with its vector, below.
         fresh = [t.version for t in tasks if t.needs_vector]
+        resync: dict[str, list[MemoryVersion]] = {}
+        for task in tasks:
+            if not task.needs_vector:
+                resync.setdefault(task.version.tenant_id, []).append(task.version)
+        for tenant_id, versions in resync.items():
+            missing = await self._index.set_payloads(
+                tenant_id, [(v.version_id, payload_of(v)) for v in versions]
+            )
+            fresh.extend(v for v in versions if v.version_id in missing)
         vectors = await self._embedder.embed([v.content for v in fresh])
         by_tenant: dict[str, list[VectorPoint]] = {}
         for version, vector in zip(fresh, vectors, strict=True):
@@ -143,10 +154,4 @@ class Indexer:
             )
         for tenant_id, points in by_tenant.items():
             await self._index.upsert(tenant_id, points)
-        for task in tasks:
-            if not task.needs_vector:
-                version = task.version
-                await self._index.set_payload(
-                    version.tenant_id, version.version_id, payload_of(version)
-                )
         await self._repo.mark_indexed([t.version for t in tasks])

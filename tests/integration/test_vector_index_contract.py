@@ -303,6 +303,27 @@ async def test_set_payload_supersedes_and_reopens_a_version(
     assert hit.payload["memory_key"] == "mk-1"
 
 
+async def test_set_payloads_updates_many_and_reports_the_missing(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    points = [point(unit(rng), memory_key=f"mk-{i}", content_hash=str(i)) for i in range(5)]
+    await backend.index.upsert(tenant, points)
+    ghost = str(uuid.uuid4())
+    missing = await backend.index.set_payloads(
+        tenant,
+        [(p.id, {"is_current": False, "valid_to": T1.timestamp()}) for p in points[:3]]
+        + [(ghost, {"is_current": False})],
+    )
+    assert missing == {ghost}
+    assert await search_all(backend.index, tenant, VectorFilter()) == {p.id for p in points[3:]}
+    hits = await backend.index.search(tenant, list(points[0].vector), VectorFilter(as_of=T0), 5)
+    closed = {h.id: h.payload for h in hits if h.id in {p.id for p in points[:3]}}
+    assert {payload["content_hash"] for payload in closed.values()} == {"0", "1", "2"}
+    assert await backend.index.count(tenant) == 5, "nothing was written for the missing id"
+    assert await backend.index.set_payloads(new_tenant(), [(ghost, {"x": 1})]) == {ghost}
+
+
 async def test_set_payload_of_a_missing_point_fails(
     backend: Backend, rng: np.random.Generator
 ) -> None:
