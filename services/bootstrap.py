@@ -17,6 +17,7 @@ from services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmb
 from services.adapters.postgres import PostgresMemoryRepository
 from services.adapters.postgres_audit import PostgresQueryLog
 from services.adapters.postgres_queries import PostgresMemoryQueries
+from services.adapters.prometheus import PrometheusMetrics
 from services.adapters.redis_cache import RedisCache
 from services.handlers.index import Indexer
 from services.handlers.ingest import Ingestor
@@ -41,6 +42,7 @@ class Container:
     cache: Cache
     retriever: Retriever
     responder: Responder | None
+    metrics: PrometheusMetrics
 
     async def close(self) -> None:
         await self.indexer.stop()
@@ -108,11 +110,20 @@ async def build(
     embedder = embedder or await _load_embedder_async(settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
     index = build_index(settings, embedder.dimension)
-    indexer = Indexer(repo, index, embedder, sink)
+    metrics = PrometheusMetrics()
+    indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
     indexer.start()
-    ingestor = Ingestor(repo, sink, indexer, decode, clock)
+    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics)
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
+    metrics.watch_cache(
+        lambda: {
+            "hit": cache.hits,
+            "miss": cache.misses,
+            "error": cache.errors,
+            "skipped": cache.skipped,
+        }
+    )
     # Queries are single texts arriving concurrently: coalesce them into model batches.
     query_embedder: Embedder = (
         BatchingEmbedder(embedder)
@@ -137,9 +148,10 @@ async def build(
             lambda reply: codec.encode("RetrievalReply", reply),
             clock,
             PostgresQueryLog(repo.pool),
+            metrics,
         )
     return Container(
-        settings, repo, index, embedder, indexer, ingestor, cache, retriever, responder
+        settings, repo, index, embedder, indexer, ingestor, cache, retriever, responder, metrics
     )
 
 

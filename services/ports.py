@@ -249,3 +249,33 @@ class QueryLog(Protocol):
     """The record of every retrieval, for audits."""
 
     async def record(self, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None: ...
+
+
+class Metrics(Protocol):
+    """What the handlers report for monitoring (counters and histograms)."""
+
+    def ingested(self, outcome: str) -> None: ...
+
+    def dead_lettered(self, reason: str) -> None: ...
+
+    def indexed(self, versions: int) -> None: ...
+
+    def retrieval(self, reply: Mapping[str, Any]) -> None:
+        """One reply: its status, gate decision, stage latencies and result trust scores."""
+        ...
+
+
+class NoMetrics:
+    """Metrics that go nowhere (tools and tests that do not export any)."""
+
+    def ingested(self, outcome: str) -> None:
+        return None
+
+    def dead_lettered(self, reason: str) -> None:
+        return None
+
+    def indexed(self, versions: int) -> None:
+        return None
+
+    def retrieval(self, reply: Mapping[str, Any]) -> None:
+        return None

@@ -112,6 +112,13 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             status=200 if healthy else 503,
         )
 
+    @app.page("/metrics")
+    async def metrics(web: Any, request: Any) -> Any:
+        if not runtime.ready:
+            return web.text("# memstream is starting\n", status=503)
+        container = await runtime.container()
+        return web.bytes(container.metrics.exposition(), content_type="text/plain; version=0.0.4")
+
     @app.timer(SWEEP_SECONDS, name="memstream.index_sweep")  # type: ignore[untyped-decorator]
     async def index_sweep() -> None:
         if not runtime.ready:

@@ -23,6 +23,8 @@ from services.ports import (
     Embedder,
     IndexTask,
     MemoryRepository,
+    Metrics,
+    NoMetrics,
     Recorded,
     VectorIndex,
     VectorPoint,
@@ -71,7 +73,9 @@ class Indexer:
         sink: ChangeSink,
         *,
         queue_size: int = 4,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or NoMetrics()
         self._repo = repo
         self._index = index
         self._embedder = embedder
@@ -155,3 +159,4 @@ class Indexer:
         for tenant_id, points in by_tenant.items():
             await self._index.upsert(tenant_id, points)
         await self._repo.mark_indexed([t.version for t in tasks])
+        self._metrics.indexed(len(tasks))

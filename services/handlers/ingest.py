@@ -25,6 +25,8 @@ from services.ports import (
     ChangeSink,
     DeadLetter,
     MemoryRepository,
+    Metrics,
+    NoMetrics,
     Position,
     Recorded,
 )
@@ -64,7 +66,9 @@ class Ingestor:
         decode: Callable[[bytes], Mapping[str, Any]],
         clock: Callable[[], datetime],
         backoff: Backoff | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or NoMetrics()
         self._repo = repo
         self._sink = sink
         self._indexer = indexer
@@ -106,8 +110,10 @@ class Ingestor:
             letter = await self._dead_letter(envelope, STORAGE_REJECTED, str(exc), raw)
         else:
             report.recorded.append(recorded)
+            self._metrics.ingested("duplicate" if recorded.duplicate else recorded.outcome)
             return
         report.dead.append(letter)
+        self._metrics.dead_lettered(letter.reason)
 
     async def _dead_letter(
         self, envelope: Envelope, reason: str, detail: str, raw: Mapping[str, Any] | None

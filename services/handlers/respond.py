@@ -17,6 +17,8 @@ from services.handlers.retrieve import Retriever, error_reply
 from services.ports import (
     AdapterError,
     DeadLetter,
+    Metrics,
+    NoMetrics,
     OutboundReply,
     Position,
     QueryLog,
@@ -54,7 +56,9 @@ class Responder:
         encode: Callable[[Mapping[str, Any]], bytes],
         clock: Callable[[], datetime],
         query_log: QueryLog | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        self._metrics = metrics or NoMetrics()
         self._log = query_log
         self._retriever = retriever
         self._sink = sink
@@ -112,6 +116,7 @@ class Responder:
             )
         else:
             log.warning("request %s has no reply_to; reply dropped", reply.get("request_id"))
+        self._metrics.retrieval(reply)
         await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
         return outbound
 

@@ -43,6 +43,41 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert reply.status == 200
         assert health["status"] == "ok"
         assert health["parts"]["postgres"] == "ok"
+        # A user's session against it: publish, ask, audit — found through the data dir.
+        env = {"MEMSTREAM_DATA_DIR": str(data_dir)}
+        events = data_dir / "events.jsonl"
+        events.write_text(
+            "\n".join(
+                json.dumps(
+                    {
+                        "event_id": f"e{i}",
+                        "tenant_id": "acme",
+                        "memory_key": "spec:X1",
+                        "entity_type": "product",
+                        "entity_id": "X1",
+                        "fact_type": "product_spec",
+                        "content": text,
+                        "source_system": "catalog",
+                        "occurred_at": f"202{i}-01-01T00:00:00Z",
+                    }
+                )
+                for i, text in ((4, "X1 charges over micro-USB"), (5, "X1 charges over USB-C"))
+            )
+            + "\n"
+        )
+        published = run_cli(["publish", str(events), "--wait", "--timeout", "120"], env)
+        assert "ingested 2 · duplicates 0 · dead-lettered 0" in published.stdout, published
+        answered = run_cli(
+            ["ask", "does my X1 charge over USB-C?", "--tenant", "acme", "--json"], env
+        )
+        reply = json.loads(answered.stdout)
+        assert [(r["memory_key"], r["version"]) for r in reply["results"]] == [("spec:X1", 2)]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
+            metrics = page.read().decode()
+        assert 'memstream_events_ingested_total{outcome="current"} 2.0' in metrics
+        assert 'memstream_retrievals_total{status="ok"} 1.0' in metrics
+        assert 'memstream_retrieval_latency_ms_count{stage="total"} 1.0' in metrics
+        assert 'memstream_cache_requests_total{kind="reply",outcome="miss"}' in metrics
         children = up.descendants()
         assert any("tansu" in " ".join(c.cmdline()) for c in children)
         assert _postgres_running_on(data_dir)
