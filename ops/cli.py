@@ -28,6 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
+    sub.add_parser(
+        "demo",
+        help="the main job: publish a realistic history and show, side by side, what plain "
+        "vector search and memstream answer",
+    )
     sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
     sub.add_parser("worker", help="run one more worker against a running stack")
     sub.add_parser("health", help="check every part of a running stack and print its status")
@@ -57,18 +62,78 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
 
-    bench = sub.add_parser("bench", help="benchmarks that print figures (ingest)")
-    bench.add_argument("what", choices=["ingest", "query"])
+    bench = sub.add_parser("bench", help="benchmarks that print figures (ingest, query, quality)")
+    bench.add_argument("what", choices=["ingest", "query", "quality"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
     )
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
+    quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
+    quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
+    quality.add_argument("--locomo-conversations", type=int, help="default all 10")
+    quality.add_argument("--locomo-questions", type=int, help="default all (1,982)")
+    quality.add_argument("--sgd-cases", type=int, help="slot chains, default all (2,629)")
+    quality.add_argument("--suites", default="traps,locomo,sgd", help="comma-separated")
+    quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
+    quality.add_argument("--out", default="results", help="report folder root (default results)")
+
+    rules = sub.add_parser("rules", help="a tenant's half-lives and authorities (run time)")
+    rules.add_argument("action", choices=["set", "show"])
+    rules.add_argument("kind", nargs="?", choices=["half_life", "authority"])
+    rules.add_argument("name", nargs="?", help="fact type (half_life) or source (authority)")
+    rules.add_argument("value", nargs="?", help="a duration (3d, 6h) or an authority in (0, 1]")
+    rules.add_argument("--tenant", required=True)
 
     audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
     audit.add_argument("request_id")
     audit.add_argument("--json", action="store_true", help="the logged request and reply as JSON")
+
+    replay = sub.add_parser(
+        "replay",
+        help="rebuild derived state from the Postgres ledger (the vector index, or an audit "
+        "copy in another schema) and verify it",
+    )
+    what = replay.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--index",
+        action="store_true",
+        help="rebuild the live vector index from Postgres (Qdrant Edge: stop the worker first)",
+    )
+    what.add_argument(
+        "--into-schema",
+        dest="into_schema",
+        metavar="NAME",
+        help="replay the ledger into an audit copy in schema NAME (created, migrated; resumable)",
+    )
+    replay.add_argument(
+        "--tenant", action="append", help="only this tenant (repeatable; default: every tenant)"
+    )
+    replay.add_argument(
+        "--until", help="only events received up to this time (ISO, transaction time)"
+    )
+    replay.add_argument(
+        "--into-dsn", dest="into_dsn", help="put the copy in this database (default: the live one)"
+    )
+    replay.add_argument(
+        "--into-vectors",
+        dest="into_vectors",
+        type=Path,
+        help="Qdrant Edge root of the copy's vectors (default DATA_DIR/replay-NAME)",
+    )
+    replay.add_argument(
+        "--no-vectors", dest="no_vectors", action="store_true", help="the copy without vectors"
+    )
+    replay.add_argument(
+        "--verify",
+        action="store_true",
+        help="only compare, a sha256 per tenant: the copy against the live state, or with "
+        "--index the live index against Postgres (exit 0 identical, 1 not)",
+    )
+    replay.add_argument(
+        "--batch", type=int, default=256, help="events (versions) per batch (default 256)"
+    )
 
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
@@ -100,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "demo":
+        from ops.demo import demo
+
+        return demo(settings)
     if args.command == "up":
         from ops.up import up
 
@@ -124,6 +193,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from ops.bench import bench
 
         return bench(settings, args)
+    if args.command == "rules":
+        from ops.rules import rules
+
+        if args.action == "set" and not (args.kind and args.name and args.value):
+            raise SystemExit("memstream: rules set needs KIND NAME VALUE")
+        return rules(settings, args)
     if args.command == "audit":
         from ops.audit import audit
 
@@ -140,6 +215,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command == "replay":
+        from ops.replay import options_from, replay
+
+        return replay(settings, options_from(args))
     raise AssertionError(f"unhandled command {args.command}")
 
 

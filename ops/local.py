@@ -14,6 +14,8 @@ from typing import Any
 
 from schemas.codec import encode
 from services import bootstrap
+from services.domain.model import MemoryVersion
+from services.domain.rescoring import TimeScores
 from services.domain.validation import validate_event
 from services.handlers.ingest import BatchReport, Envelope
 from services.ports import DeadLetter, Position, Recorded
@@ -27,6 +29,9 @@ class _Quiet:
         return None
 
     async def dead_lettered(self, letter: DeadLetter) -> None:
+        return None
+
+    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
         return None
 
 

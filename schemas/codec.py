@@ -45,6 +45,7 @@ SCHEMA_FILES: Final[Mapping[str, str]] = {
     "DeadLetter": "dead_letter.avsc",
     "RetrievalRequest": "retrieval_request.avsc",
     "RetrievalReply": "retrieval_reply.avsc",
+    "ScoreChanged": "score_changed.avsc",
 }
 SCHEMA_NAMES: Final[tuple[str, ...]] = tuple(SCHEMA_FILES)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from schemas import codec
@@ -17,14 +18,18 @@ from services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmb
 from services.adapters.postgres import PostgresMemoryRepository
 from services.adapters.postgres_audit import PostgresQueryLog
 from services.adapters.postgres_queries import PostgresMemoryQueries
+from services.adapters.postgres_rules import PostgresRules
 from services.adapters.prometheus import PrometheusMetrics
 from services.adapters.redis_cache import RedisCache
 from services.handlers.index import Indexer
 from services.handlers.ingest import Ingestor
+from services.handlers.rescore import Rescorer
 from services.handlers.respond import Responder
-from services.handlers.retrieve import Retriever
-from services.ports import Cache, ChangeSink, Embedder, ReplySink, VectorIndex
+from services.handlers.retrieve import Profile, Retriever, profile_from
+from services.ports import AdapterError, Cache, ChangeSink, Embedder, ReplySink, VectorIndex
 from services.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def utcnow() -> datetime:
@@ -43,6 +48,8 @@ class Container:
     retriever: Retriever
     responder: Responder | None
     metrics: PrometheusMetrics
+    rules: PostgresRules
+    rescorer: Rescorer
 
     async def close(self) -> None:
         await self.indexer.stop()
@@ -130,6 +137,18 @@ async def build(
         if isinstance(embedder, SentenceTransformerEmbedder)
         else embedder
     )
+    rules = PostgresRules(repo.pool)
+
+    async def profiles(tenant_id: str) -> Profile:
+        try:
+            return profile_from(await rules.overrides(tenant_id))
+        except AdapterError as exc:  # the defaults answer; the rules come back with Postgres
+            log.warning("rules of tenant %s unavailable, using defaults: %s", tenant_id, exc)
+            return Profile()
+
+    rescorer = Rescorer(
+        rules, index, cache, sink.scored, clock, period=timedelta(seconds=settings.rescore_seconds)
+    )
     retriever = Retriever(
         PostgresMemoryQueries(repo.pool),
         index,
@@ -138,6 +157,7 @@ async def build(
         clock,
         encode_reply=lambda reply: codec.encode("RetrievalReply", reply),
         decode_reply=lambda data: codec.decode("RetrievalReply", data),
+        profiles=profiles,
     )
     responder = None
     if reply_sink is not None:
@@ -151,7 +171,18 @@ async def build(
             metrics,
         )
     return Container(
-        settings, repo, index, embedder, indexer, ingestor, cache, retriever, responder, metrics
+        settings,
+        repo,
+        index,
+        embedder,
+        indexer,
+        ingestor,
+        cache,
+        retriever,
+        responder,
+        metrics,
+        rules,
+        rescorer,
     )
 
 

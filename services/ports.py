@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from services.domain.model import MemoryEvent, MemoryVersion
+from services.domain.rescoring import TimeScores
 
 
 class AdapterError(Exception):
@@ -176,6 +177,10 @@ class ChangeSink(Protocol):
 
     async def dead_lettered(self, letter: DeadLetter) -> None: ...
 
+    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
+        """The rescoring timer changed a current version's time scores (memory.scores)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class KeywordHit:
@@ -279,3 +284,19 @@ class NoMetrics:
 
     def retrieval(self, reply: Mapping[str, Any]) -> None:
         return None
+
+
+class RulesRepository(Protocol):
+    """Per-tenant rules that change at run time, and the materialised time scores."""
+
+    async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
+        """{"half_life": {fact_type: seconds}, "authority": {source: value}}."""
+        ...
+
+    async def due(
+        self, stale_before: datetime, limit: int
+    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]: ...
+
+    async def save(
+        self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
+    ) -> set[str]: ...

@@ -121,6 +121,7 @@ class Settings:
     app_id: str = "memstream"
     web_port: int = 6066
     log_level: str = "warn"
+    rescore_seconds: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -164,6 +165,7 @@ class Settings:
             ),
             app_id=get("MEMSTREAM_APP_ID") or "memstream",
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
+            rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             log_level=level,
         )
 
@@ -177,6 +179,7 @@ class Settings:
             "MEMSTREAM_APP_ID": self.app_id,
             "MEMSTREAM_WEB_PORT": str(self.web_port),
             "MEMSTREAM_LOG_LEVEL": self.log_level,
+            "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,

@@ -112,6 +112,19 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             status=200 if healthy else 503,
         )
 
+    @app.timer(runtime.settings.rescore_seconds, name="memstream.rescore")  # type: ignore[untyped-decorator]
+    async def rescore() -> None:
+        if not runtime.ready:
+            return
+        container = await runtime.container()
+        try:
+            report = await container.rescorer.run_once()
+        except Exception as exc:  # the next tick tries again; nothing is lost by waiting
+            log.warning("rescoring failed: %s", exc)
+            return
+        if report.changed:
+            log.info("rescored %d of %d due versions", report.changed, report.examined)
+
     @app.page("/metrics")
     async def metrics(web: Any, request: Any) -> Any:
         if not runtime.ready:

@@ -91,7 +91,7 @@ class Runtime(Service):
         self._ready = asyncio.Event()
 
     async def on_start(self) -> None:
-        sink = FaustChangeSink(self.topics.changes, self.topics.events_dlq)
+        sink = FaustChangeSink(self.topics.changes, self.topics.events_dlq, self.topics.scores)
         replies = FaustReplySink(self.app, self.topics.requests_dlq)
         self._container = await bootstrap.build(self.settings, sink, replies)
         self._ready.set()

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from schemas.codec import encode
+from services.domain.model import MemoryVersion
+from services.domain.rescoring import TimeScores
 from services.ports import DeadLetter, OutboundReply, Recorded
 
 log = logging.getLogger(__name__)
@@ -36,9 +38,10 @@ def dead_letter_bytes(letter: DeadLetter) -> bytes:
 
 
 class FaustChangeSink:
-    def __init__(self, changes: Any, dlq: Any) -> None:
+    def __init__(self, changes: Any, dlq: Any, scores: Any = None) -> None:
         self._changes = changes
         self._dlq = dlq
+        self._scores = scores
 
     async def versioned(self, recorded: Recorded) -> None:
         v = recorded.version
@@ -66,6 +69,22 @@ class FaustChangeSink:
             await self._changes.send(key=key, value=encode("MemoryVersioned", record))
         except Exception as exc:
             log.warning("could not announce version %s on memory.changes: %s", v.version_id, exc)
+
+    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
+        record = {
+            "tenant_id": version.tenant_id,
+            "memory_key": version.memory_key,
+            "version_id": version.version_id,
+            "recency": scores.recency,
+            "state": scores.state,
+            "effective_status": scores.effective_status,
+            "scored_at": at,
+        }
+        key = f"{version.tenant_id}|{version.memory_key}".encode()
+        try:
+            await self._scores.send(key=key, value=encode("ScoreChanged", record))
+        except Exception as exc:
+            log.warning("could not announce scores of %s: %s", version.version_id, exc)
 
     async def dead_lettered(self, letter: DeadLetter) -> None:
         try:

@@ -9,12 +9,13 @@ an outage of the cache only costs computation. Must not import drivers, streams 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from services.domain.errors import InvalidRequest
@@ -34,6 +35,24 @@ class Profile:
 
     trust: TrustProfile = DEFAULT_PROFILE
     rules: RankingRules = DEFAULT_RULES
+
+
+async def _default_profile(tenant_id: str) -> Profile:
+    return Profile()
+
+
+def profile_from(overrides: Mapping[str, Mapping[str, float]]) -> Profile:
+    """A tenant's profile: the default tables with its run-time rule overrides."""
+    half_lives = {k: timedelta(seconds=v) for k, v in overrides.get("half_life", {}).items()}
+    authority = dict(overrides.get("authority", {}))
+    if not half_lives and not authority:
+        return Profile()
+    rules = dataclasses.replace(
+        DEFAULT_RULES,
+        decay=DEFAULT_RULES.decay.merged(half_lives),
+        authority=DEFAULT_RULES.authority.merged(authority),
+    )
+    return Profile(rules=rules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +170,7 @@ class Retriever:
         cache: Cache,
         clock: Callable[[], datetime],
         *,
-        profiles: Callable[[str], Profile] | None = None,
+        profiles: Callable[[str], Awaitable[Profile]] | None = None,
         encode_reply: Callable[[Mapping[str, Any]], bytes] | None = None,
         decode_reply: Callable[[bytes], dict[str, Any]] | None = None,
         config: RetrievalConfig | None = None,
@@ -161,7 +180,7 @@ class Retriever:
         self._embedder = embedder
         self._cache = cache
         self._clock = clock
-        self._profiles = profiles or (lambda tenant: Profile())
+        self._profiles = profiles or _default_profile
         self._encode = encode_reply
         self._decode = decode_reply
         self._config = config or RetrievalConfig()
@@ -305,7 +324,7 @@ class Retriever:
             for v in versions
             if v.tenant_id == tenant  # defence in depth: the stores are tenant-scoped already
         ]
-        profile = self._profiles(tenant)
+        profile = await self._profiles(tenant)
         results = score_candidates(request, candidates, now, profile.trust, profile.rules)
         timer.lap("rank")
         return results

@@ -553,3 +553,47 @@ def test_audit_shows_what_was_told_even_after_newer_versions(stack: Any, tenant:
             break
         time.sleep(0.3)
     assert [(r["memory_key"], r["version"]) for r in now["results"]] == [("price:X1", 2)]
+
+
+def test_a_changed_decay_rule_changes_rankings_without_a_restart(stack: Any, tenant: str) -> None:
+    import time
+
+    from tests.e2e.processes import run_cli
+
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "pref:1",
+                "Customer prefers parcel lockers for deliveries.",
+                ago=20 * DAY,
+                fact="delivery_preference",
+                source="crm",
+            ),
+            memory(
+                tenant,
+                "pref:2",
+                "Customer prefers home delivery in the evening.",
+                ago=40 * DAY,
+                fact="delivery_note",
+                source="crm",
+            ),
+        ],
+    )
+    before = ask(setup, "how do I prefer my deliveries?", tenant, user="C-1")
+    assert keys(before)[0] == "pref:1", explain(before)
+    changed = run_cli(
+        ["rules", "set", "half_life", "delivery_preference", "1d", "--tenant", tenant], setup.env()
+    )
+    assert changed.returncode == 0, changed.stderr
+    shown = run_cli(["rules", "show", "--tenant", tenant], setup.env())
+    assert f"{tenant}: half_life delivery_preference = 1d" in shown.stdout
+    deadline = time.monotonic() + 20
+    while True:
+        after = ask(setup, "how do I prefer my deliveries?", tenant, user="C-1")
+        if keys(after)[0] == "pref:2" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert keys(after)[0] == "pref:2", explain(after)

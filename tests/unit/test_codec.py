@@ -38,6 +38,15 @@ MEMORY_EVENT: dict[str, Any] = {
 }
 SAMPLES: dict[str, dict[str, Any]] = {
     "MemoryEvent": MEMORY_EVENT,
+    "ScoreChanged": {
+        "tenant_id": "acme",
+        "memory_key": "complaint:C-17:4411",
+        "version_id": "6f0b1c3e-4d1a-5e7b-9c2d-8a4f3e2b1c0d",
+        "recency": 0.5,
+        "state": 0.9,
+        "effective_status": "escalated",
+        "scored_at": datetime(2026, 3, 8, 9, 0, tzinfo=UTC),
+    },
     "MemoryVersioned": {
         "event_id": "crm-000124",
         "tenant_id": "acme",

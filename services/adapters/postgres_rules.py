@@ -1,0 +1,132 @@
+"""PostgresRules: per-tenant rules that change at run time, and materialised time scores.
+
+``tenant_rules`` holds half-lives (seconds, per fact type) and authorities (per source); the
+query path and the rescoring timer read them through a short-lived cache, so a change takes
+effect without a restart. ``version_scores`` holds each current version's recency / state as
+last rescored; writes are guarded (compare-and-set on ``scored_at``) so several workers may
+rescore at once. Must not import handlers or streams.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
+from services.domain.model import MemoryVersion
+from services.domain.rescoring import TimeScores
+
+KINDS = ("half_life", "authority")
+
+
+class PostgresRules:
+    def __init__(self, pool: AsyncConnectionPool[Any], *, ttl_s: float = 2.0) -> None:
+        self._pool = pool
+        self._ttl_s = ttl_s
+        self._cache: dict[str, tuple[float, dict[str, dict[str, float]]]] = {}
+
+    async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
+        """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant,
+        cached for ``ttl_s`` seconds."""
+        hit = self._cache.get(tenant_id)
+        if hit is not None and time.monotonic() - hit[0] < self._ttl_s:
+            return hit[1]
+        try:
+            async with self._pool.connection() as conn:
+                rows = await (
+                    await conn.execute(
+                        "SELECT kind, name, value FROM tenant_rules WHERE tenant_id = %s",
+                        (tenant_id,),
+                    )
+                ).fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading the rules of tenant {tenant_id!r}") from exc
+        table: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+        for kind, name, value in rows:
+            table[kind][name] = float(value)
+        self._cache[tenant_id] = (time.monotonic(), table)
+        return table
+
+    async def set_rule(self, tenant_id: str, kind: str, name: str, value: float) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"rule kind {kind!r} is not one of {', '.join(KINDS)}")
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "INSERT INTO tenant_rules (tenant_id, kind, name, value)"
+                    " VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (tenant_id, kind, name) DO UPDATE SET value = EXCLUDED.value,"
+                    " updated_at = clock_timestamp()",
+                    (tenant_id, kind, name.casefold(), value),
+                )
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"setting a rule of tenant {tenant_id!r}") from exc
+        self._cache.pop(tenant_id, None)
+
+    async def due(
+        self, stale_before: datetime, limit: int
+    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
+        """Current versions never scored or scored before ``stale_before``, oldest first."""
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {', '.join('m.' + c.strip() for c in VERSION_COLUMNS.split(','))},"
+                    " s.recency AS s_recency, s.state AS s_state,"
+                    " s.effective_status AS s_status, s.scored_at AS s_scored_at"
+                    " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
+                    " WHERE m.is_current AND (s.scored_at IS NULL OR s.scored_at < %s)"
+                    " ORDER BY s.scored_at NULLS FIRST, m.version_id LIMIT %s",
+                    (stale_before, limit),
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, "listing versions due for rescoring") from exc
+        return [
+            (
+                row_to_version(r),
+                TimeScores(r["s_recency"], r["s_state"], r["s_status"])
+                if r["s_scored_at"] is not None
+                else None,
+                r["s_scored_at"],
+            )
+            for r in rows
+        ]
+
+    async def save(
+        self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
+    ) -> set[str]:
+        """Store the scores where ``scored_at`` is still what was read (another worker may have
+        been first); returns the version_ids written."""
+        written: set[str] = set()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                for version, scores, seen in items:
+                    cur = await conn.execute(
+                        "INSERT INTO version_scores AS s (version_id, tenant_id, recency, state,"
+                        " effective_status, scored_at) VALUES (%s, %s, %s, %s, %s, %s)"
+                        " ON CONFLICT (version_id) DO UPDATE SET recency = EXCLUDED.recency,"
+                        " state = EXCLUDED.state, effective_status = EXCLUDED.effective_status,"
+                        " scored_at = EXCLUDED.scored_at"
+                        " WHERE s.scored_at IS NOT DISTINCT FROM %s",
+                        (
+                            version.version_id,
+                            version.tenant_id,
+                            scores.recency,
+                            scores.state,
+                            scores.effective_status,
+                            now,
+                            seen,
+                        ),
+                    )
+                    if cur.rowcount:
+                        written.add(version.version_id)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"saving {len(items)} rescored versions") from exc
+        return written

@@ -1,0 +1,46 @@
+"""Rescoring: the parts of trust that change with time or rules, for one version.
+
+Recency (half-life per fact type) and state consistency (e.g. a complaint pending over 48 h is
+escalated) are recomputed as the clock moves; a change is worth publishing only when it is
+material. Pure: ``now`` is a parameter. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from services.domain.decay import DecayRules, recency
+from services.domain.model import MemoryVersion
+from services.domain.query import Candidate
+from services.domain.trust import StateRules, state_consistency
+
+# Below this change in recency a rescore is not worth a write (and the status did not change).
+MATERIAL_RECENCY_CHANGE = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class TimeScores:
+    recency: float
+    state: float
+    effective_status: str
+
+    def differs(self, other: TimeScores | None) -> bool:
+        """Whether these scores are a material change from ``other`` (None: never scored)."""
+        return (
+            other is None
+            or other.effective_status != self.effective_status
+            or abs(other.recency - self.recency) >= MATERIAL_RECENCY_CHANGE
+            or abs(other.state - self.state) >= MATERIAL_RECENCY_CHANGE
+        )
+
+
+def time_scores(
+    version: MemoryVersion, now: datetime, decay: DecayRules, state: StateRules
+) -> TimeScores:
+    verdict = state_consistency(Candidate.from_version(version), now, state)
+    return TimeScores(
+        recency=recency(version.occurred_at, now, decay.half_life(version.fact_type)),
+        state=verdict.score,
+        effective_status=verdict.effective_status,
+    )

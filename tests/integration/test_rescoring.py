@@ -1,0 +1,94 @@
+"""The rescoring timer's handler on the real stores, with a fake clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from ops.local import LocalMemstream
+from ops.migrate import migrate
+from services.ports import VectorFilter
+from services.settings import Settings
+
+
+class FakeClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def test_rescoring_moves_recency_and_state_as_the_rules_say(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    pg_dsn = fresh_pg_dsn  # a schema of its own: the timer scans every tenant's versions
+    migrate(pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(
+        data_dir=tmp_path,
+        postgres_dsn=pg_dsn,
+        redis_url="redis://127.0.0.1:6379/0",
+        rescore_seconds=60,
+    )
+    local = await LocalMemstream.start(settings, clock=clock)
+    try:
+        await local.ingest(
+            [
+                {
+                    "event_id": "c1",
+                    "tenant_id": tenant,
+                    "memory_key": "complaint:1",
+                    "entity_type": "customer",
+                    "entity_id": "C-1",
+                    "fact_type": "complaint",
+                    "content": "Parcel arrived damaged",
+                    "source_system": "ticketing",
+                    "status": "pending",
+                    "occurred_at": (start - timedelta(hours=1)).isoformat(),
+                }
+            ]
+        )
+        rescorer = local.container.rescorer
+        first = await rescorer.run_once()
+        assert (first.examined, first.changed) == (1, 1)
+        assert (await rescorer.run_once()).examined == 0, "nothing is due again at once"
+
+        clock.now = start + timedelta(days=3)
+        again = await rescorer.run_once()
+        assert (again.examined, again.changed) == (1, 1)
+        with psycopg.connect(pg_dsn) as conn:
+            row = conn.execute(
+                "SELECT s.recency, s.effective_status, s.scored_at FROM version_scores s"
+                " JOIN memory_versions m USING (version_id) WHERE m.tenant_id = %s",
+                (tenant,),
+            ).fetchone()
+        assert row is not None
+        recency, status, scored_at = row
+        assert status == "escalated", "pending for more than 48 h"
+        assert abs(recency - 0.5 ** ((3 * 24 + 1) / (7 * 24))) < 1e-6
+        assert scored_at == clock.now
+
+        [hit] = await local.container.index.search(tenant, [1.0] + [0.0] * 383, VectorFilter(), 1)
+        assert hit.payload["effective_status"] == "escalated"
+        assert abs(hit.payload["recency"] - recency) < 1e-9
+        cached = await local.container.cache.get_trust([hit.id])
+        assert abs(cached[hit.id]["recency"] - recency) < 1e-9
+
+        # A rule changed at run time is used by the next run, without a restart.
+        await local.container.rules.set_rule(tenant, "half_life", "complaint", 3600.0)
+        clock.now = start + timedelta(days=3, minutes=5)
+        faster = await rescorer.run_once()
+        assert faster.changed >= 1
+        with psycopg.connect(pg_dsn) as conn:
+            [(after,)] = conn.execute(
+                "SELECT s.recency FROM version_scores s JOIN memory_versions m"
+                " USING (version_id) WHERE m.tenant_id = %s",
+                (tenant,),
+            ).fetchall()
+        assert after < 1e-6
+    finally:
+        await local.stop()

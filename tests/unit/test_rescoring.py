@@ -1,0 +1,58 @@
+from datetime import UTC, datetime, timedelta
+
+from services.domain.decay import DEFAULT_DECAY
+from services.domain.model import MemoryVersion, Op
+from services.domain.rescoring import TimeScores, time_scores
+from services.domain.trust import DEFAULT_STATE_RULES
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def complaint(status: str = "pending") -> MemoryVersion:
+    return MemoryVersion(
+        version_id="v1",
+        tenant_id="t",
+        memory_key="c:1",
+        version=1,
+        parent_id=None,
+        event_id="e1",
+        entity_type="customer",
+        entity_id="C-1",
+        fact_type="complaint",
+        content="parcel damaged",
+        source_system="ticketing",
+        status=status,
+        op=Op.UPSERT,
+        occurred_at=T0,
+        valid_from=T0,
+        valid_to=None,
+        recorded_at=T0,
+        superseded_at=None,
+        is_current=True,
+    )
+
+
+def test_a_pending_complaint_decays_and_escalates_as_the_clock_moves() -> None:
+    fresh = time_scores(complaint(), T0 + timedelta(hours=1), DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    later = time_scores(complaint(), T0 + timedelta(days=7), DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    assert fresh.effective_status == "pending"
+    assert later.effective_status == "escalated"
+    assert later.recency < fresh.recency
+    assert abs(later.recency - 0.5) < 1e-9  # one half-life (complaints: 7 days)
+    assert later.differs(fresh)
+
+
+def test_a_changed_half_life_changes_recency() -> None:
+    moment = T0 + timedelta(days=7)
+    faster = DEFAULT_DECAY.merged({"complaint": timedelta(days=1)})
+    slow = time_scores(complaint(), moment, DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    fast = time_scores(complaint(), moment, faster, DEFAULT_STATE_RULES)
+    assert fast.recency < slow.recency / 10
+
+
+def test_immaterial_changes_are_not_changes() -> None:
+    base = TimeScores(0.5, 1.0, "active")
+    assert not TimeScores(0.505, 1.0, "active").differs(base)
+    assert TimeScores(0.52, 1.0, "active").differs(base)
+    assert TimeScores(0.5, 1.0, "escalated").differs(base)
+    assert base.differs(None)
