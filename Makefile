@@ -14,7 +14,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/memstream up
+	$(BIN)/memstream demo
 
 up: $(BIN)/.installed
 	$(BIN)/memstream up

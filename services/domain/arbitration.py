@@ -18,6 +18,11 @@ mind publishes a new version of the same memory_key, which versioning settles. D
    accumulate (orders, complaints, page views, posts) have many true memories at once, so text
    alone never makes them conflict.
 
+Commentary (a review, a forum post, a chat) about an entity also conflicts with the entity's own
+single-valued records (a spec, a price) when it states one of their quantities with another value
+in the same unit ("easily lasts 20 hours" vs "up to 12 hours"): fact types differ, the claim is
+the same, and source authority must settle it.
+
 The winner of a conflict is the result with the higher source authority, then the more recent
 ``occurred_at``, then (for determinism) the smaller version_id. Every result that loses at least
 one conflict has its final score multiplied once by ``demotion`` (default 0.5: it stays visible
@@ -54,6 +59,45 @@ SINGLE_VALUED_FACT_TYPES = frozenset(
     }
 )
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Records that comment on an entity's facts rather than hold them.
+COMMENTARY_FACT_TYPES = frozenset({"review", "forum_post", "support_chat", "chat", "email"})
+_UNITS = {
+    "hour": "h",
+    "hours": "h",
+    "h": "h",
+    "hrs": "h",
+    "mah": "mah",
+    "w": "w",
+    "watt": "w",
+    "watts": "w",
+    "gb": "gb",
+    "tb": "tb",
+    "kg": "kg",
+    "g": "g",
+    "eur": "eur",
+    "€": "eur",
+    "inch": "inch",
+    "mm": "mm",
+    "days": "day",
+    "day": "day",
+}
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*([a-z€]+)", re.IGNORECASE)
+
+
+def quantities(text: str) -> dict[str, set[str]]:
+    """unit → the values the text states in that unit ("lasts 20 hours" → {"h": {"20"}})."""
+    found: dict[str, set[str]] = {}
+    for value, unit in _QUANTITY.findall(text):
+        canonical = _UNITS.get(unit.casefold())
+        if canonical:
+            found.setdefault(canonical, set()).add(value.replace(",", ""))
+    return found
+
+
+def quantity_clash(left: str, right: str) -> bool:
+    """Both state a quantity in one unit, with no value in common (12 h vs 20 h)."""
+    a, b = quantities(left), quantities(right)
+    return any(not (a[unit] & b[unit]) for unit in a.keys() & b.keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,20 +170,40 @@ def arbitrate(
 
     conflicts: dict[str, dict[str, None]] = {}
     losers: set[str] = set()
+
+    def conflict(left: ScoredResult, right: ScoredResult) -> None:
+        a, b = left.candidate, right.candidate
+        conflicts.setdefault(a.version_id, {})[b.version_id] = None
+        conflicts.setdefault(b.version_id, {})[a.version_id] = None
+        losers.add(max((left, right), key=priority).candidate.version_id)
+
+    def independent(a: Candidate, b: Candidate) -> bool:
+        return (
+            a.memory_key != b.memory_key
+            and a.source_system.casefold() != b.source_system.casefold()
+        )
+
     for group in groups.values():
         for i, left in enumerate(group):
             for right in group[i + 1 :]:
                 a, b = left.candidate, right.candidate
-                if (
-                    a.memory_key == b.memory_key
-                    or a.source_system.casefold() == b.source_system.casefold()
-                    or not disagree(a, b, rules)
-                ):
-                    continue
-                conflicts.setdefault(a.version_id, {})[b.version_id] = None
-                conflicts.setdefault(b.version_id, {})[a.version_id] = None
-                loser = max((left, right), key=priority)
-                losers.add(loser.candidate.version_id)
+                if independent(a, b) and disagree(a, b, rules):
+                    conflict(left, right)
+    # Commentary (a review, a forum post) about an entity contradicts the entity's own records
+    # when it states one of their quantities with another value ("20 hours" vs "12 hours").
+    for comment in results:
+        c = comment.candidate
+        if c.fact_type.casefold() not in COMMENTARY_FACT_TYPES:
+            continue
+        for record in results:
+            r = record.candidate
+            if (
+                (r.entity_type, r.entity_id) == (c.entity_type, c.entity_id)
+                and r.fact_type.casefold() in rules.single_valued
+                and independent(c, r)
+                and quantity_clash(c.content, r.content)
+            ):
+                conflict(comment, record)
 
     arbitrated: list[ScoredResult] = []
     for result in results:

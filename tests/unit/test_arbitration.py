@@ -193,3 +193,34 @@ def test_tenant_authority_and_demotion_factor() -> None:
     assert out["erp"].scores.final == pytest.approx(0.08)
     with pytest.raises(DomainError):
         ArbitrationRules(demotion=1.5)
+
+
+def test_commentary_that_contradicts_a_record_loses_to_it() -> None:
+    from services.domain.arbitration import quantity_clash
+
+    assert quantity_clash("easily lasts 20 hours", "battery life: up to 12 hours")
+    assert not quantity_clash("lasts 12 hours, as promised", "up to 12 hours")
+    assert not quantity_clash("great sound", "up to 12 hours")
+    review = result(
+        candidate(
+            "review",
+            source_system="user_review",
+            fact_type="review",
+            content="The battery easily lasts 20 hours!",
+        ),
+        0.9,
+    )
+    spec = result(
+        candidate(
+            "spec",
+            source_system="catalog",
+            fact_type="product_spec",
+            content="Battery life: up to 12 hours.",
+        ),
+        0.7,
+    )
+    out = by_id(arbitrate([review, spec], AUTHORITY))
+    assert out["review"].conflicts_with == ("spec",)
+    assert out["spec"].conflicts_with == ("review",)
+    assert out["review"].scores.final == pytest.approx(0.45)
+    assert out["spec"].scores.final == pytest.approx(0.7)
