@@ -108,17 +108,24 @@ def _parser() -> argparse.ArgumentParser:
         help="replay the ledger into an audit copy in schema NAME (created, migrated; resumable)",
     )
     replay.add_argument(
-        "--tenant", action="append", help="only this tenant (repeatable; default: every tenant)"
+        "--tenant",
+        action="append",
+        metavar="T",
+        help="only this tenant (repeatable; default: every tenant)",
     )
     replay.add_argument(
-        "--until", help="only events received up to this time (ISO, transaction time)"
+        "--until", metavar="ISO", help="only events received up to then (transaction time)"
     )
     replay.add_argument(
-        "--into-dsn", dest="into_dsn", help="put the copy in this database (default: the live one)"
+        "--into-dsn",
+        dest="into_dsn",
+        metavar="DSN",
+        help="put the copy in this database (default: the live one)",
     )
     replay.add_argument(
         "--into-vectors",
         dest="into_vectors",
+        metavar="DIR",
         type=Path,
         help="Qdrant Edge root of the copy's vectors (default DATA_DIR/replay-NAME)",
     )
@@ -132,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "--index the live index against Postgres (exit 0 identical, 1 not)",
     )
     replay.add_argument(
-        "--batch", type=int, default=256, help="events (versions) per batch (default 256)"
+        "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
     history = sub.add_parser("history", help="the version chain of one memory")

@@ -207,6 +207,10 @@ class MemoryQueries(Protocol):
         """The versions with these ids that belong to ``tenant_id`` (others are ignored)."""
         ...
 
+    async def chains(self, tenant_id: str, memory_keys: Sequence[str]) -> list[MemoryVersion]:
+        """Every version of these memories of ``tenant_id``."""
+        ...
+
 
 class Cache(Protocol):
     """Redis-backed caches. Every method degrades to a miss / no-op when the cache is down:

@@ -310,3 +310,21 @@ class PostgresMemoryQueries:
             raise translate(exc, f"reading {len(ids)} versions of tenant {tenant_id!r}") from exc
         by_id = {row["version_id"]: row_to_version(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    async def chains(self, tenant_id: str, memory_keys: Sequence[str]) -> list[MemoryVersion]:
+        """Every version of these memories of ``tenant_id`` (for transaction-time queries)."""
+        keys = list(dict.fromkeys(memory_keys))
+        if not keys:
+            return []
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
+                    " WHERE tenant_id = %s AND memory_key = ANY(%s) ORDER BY memory_key, version",
+                    (tenant_id, keys),
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading {len(keys)} chains of tenant {tenant_id!r}") from exc
+        return [row_to_version(row) for row in rows]

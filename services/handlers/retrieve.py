@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from services.domain import versioning
 from services.domain.errors import InvalidRequest
 from services.domain.gating import gate
 from services.domain.model import Anchor, MemoryVersion
@@ -103,6 +104,15 @@ def request_key(request: RetrievalRequest) -> str:
 
 
 def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
+    if request.known_at is not None:
+        # Transaction time: what is current now may not have been then, so search every
+        # version and re-derive each memory's chain as it was known (see _as_known).
+        return VectorFilter(
+            current_only=False,
+            anchors=anchors,
+            window=request.time_window,
+            exclude_statuses=("retracted",),
+        )
     return VectorFilter(
         current_only=request.as_of is None,
         as_of=request.as_of,
@@ -278,6 +288,40 @@ class Retriever:
             await self._cache.put_embedding(text, vector)
         return vector
 
+    async def _as_known(
+        self,
+        request: RetrievalRequest,
+        found: list[MemoryVersion],
+        vector_scores: dict[str, float],
+        keyword_scores: dict[str, float],
+    ) -> list[MemoryVersion]:
+        """For each memory found, the version that was valid at ``as_of`` (default: the
+        ``known_at`` moment itself) as memstream knew it at ``known_at``; it inherits the best
+        search scores of its memory's versions."""
+        assert request.known_at is not None
+        moment = request.as_of or request.known_at
+        best_vector: dict[str, float] = {}
+        best_keyword: dict[str, float] = {}
+        for v in found:
+            for scores, best in ((vector_scores, best_vector), (keyword_scores, best_keyword)):
+                if v.version_id in scores:
+                    best[v.memory_key] = max(scores[v.version_id], best.get(v.memory_key, -1.0))
+        chains: dict[str, list[MemoryVersion]] = {}
+        keys = list(dict.fromkeys(v.memory_key for v in found))
+        for v in await self._queries.chains(request.tenant_id, keys):
+            chains.setdefault(v.memory_key, []).append(v)
+        chosen: list[MemoryVersion] = []
+        for key, chain in chains.items():
+            then = versioning.valid_at(versioning.known_at(chain, request.known_at), moment)
+            if then is None:
+                continue
+            if key in best_vector:
+                vector_scores[then.version_id] = best_vector[key]
+            if key in best_keyword:
+                keyword_scores[then.version_id] = best_keyword[key]
+            chosen.append(then)
+        return chosen
+
     async def _search(
         self, request: RetrievalRequest, now: datetime, timer: _Clock
     ) -> list[ScoredResult]:
@@ -314,6 +358,8 @@ class Retriever:
         keyword_scores = {h.version_id: h.score for h in keyword_hits}
         ids = sorted(set(vector_scores) | set(keyword_scores))
         versions: list[MemoryVersion] = await self._queries.versions(tenant, ids) if ids else []
+        if request.known_at is not None and versions:
+            versions = await self._as_known(request, versions, vector_scores, keyword_scores)
         timer.lap("fetch")
         candidates = [
             Candidate.from_version(
@@ -325,6 +371,8 @@ class Retriever:
             if v.tenant_id == tenant  # defence in depth: the stores are tenant-scoped already
         ]
         profile = await self._profiles(tenant)
-        results = score_candidates(request, candidates, now, profile.trust, profile.rules)
+        # A transaction-time question is scored with the clock of that moment (as it was asked).
+        scored_at = request.known_at if request.known_at is not None else now
+        results = score_candidates(request, candidates, scored_at, profile.trust, profile.rules)
         timer.lap("rank")
         return results

@@ -513,6 +513,7 @@ def test_audit_shows_what_was_told_even_after_newer_versions(stack: Any, tenant:
     request_id = f"audit-{uuid.uuid4().hex[:8]}"
     told = ask(setup, "how much is the X1?", tenant, request_id=request_id)
     assert keys(told) == ["price:X1"]
+    then = datetime.now(UTC)
     ingest(
         setup,
         [
@@ -543,6 +544,9 @@ def test_audit_shows_what_was_told_even_after_newer_versions(stack: Any, tenant:
     ]
     assert set(logged[0]["scores"]) >= {"final", "trust", "authority", "recency", "binding"}
     assert "total" in entry["reply"]["latency_ms"]
+    # Reproduced: asked again "as memstream knew it then", the old answer comes back.
+    again = ask(setup, "how much is the X1?", tenant, known_at=then)
+    assert [(r["memory_key"], r["version"]) for r in again["results"]] == [("price:X1", 1)]
     table = run_cli(["audit", request_id], setup.env())
     assert "499 EUR" in table.stdout and "gate: forced" in table.stdout
     # The cached reply is invalidated once memory.changes reports the new version.
