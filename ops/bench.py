@@ -233,4 +233,8 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_query(bench_query(args.memories, args.questions))
         return 0
+    if args.what == "quality":
+        from ops.quality.bench import bench_quality_cli
+
+        return bench_quality_cli(args)
     raise AssertionError(args.what)

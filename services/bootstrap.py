@@ -137,7 +137,10 @@ async def build(
         if isinstance(embedder, SentenceTransformerEmbedder)
         else embedder
     )
-    rules = PostgresRules(repo.pool)
+    # Rules are read on every uncached retrieval (one indexed query): an in-process cache would
+    # let a reply computed with old rules be cached again after `memstream rules set` had
+    # invalidated the tenant's replies.
+    rules = PostgresRules(repo.pool, ttl_s=0)
 
     async def profiles(tenant_id: str) -> Profile:
         try:

@@ -48,6 +48,7 @@ from services.domain.trust import (
     TrustProfile,
     cross_validation,
     entity_binding,
+    is_open_matter,
     state_consistency,
     trust_score,
 )
@@ -75,6 +76,14 @@ def _best(left: float | None, right: float | None) -> float | None:
     if right is None:
         return left
     return max(left, right)
+
+
+def matter_recency(candidate: Candidate, at: datetime, rules: RankingRules) -> float:
+    """Recency by the fact type's half-life — except for an open matter (an unresolved
+    complaint, ticket or return), which does not go stale: it is current until resolved."""
+    if is_open_matter(candidate, rules.state):
+        return 1.0
+    return recency(candidate.occurred_at, at, rules.decay.half_life(candidate.fact_type))
 
 
 def merge_candidates(candidates: Iterable[Candidate]) -> list[Candidate]:
@@ -130,14 +139,17 @@ def score_candidates(
 
     scored: list[ScoredResult] = []
     for candidate in live:
+        binding = entity_binding(candidate.anchors, anchors)
+        if binding.kind == "none":
+            continue  # about another entity of a kind the request names: never an answer
         vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
         keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         fused = fuse(vector, keyword, weights, _time_fit(candidate, request))
         verdict = state_consistency(candidate, at, rules.state)
         components = TrustComponents(
             authority=rules.authority.authority(candidate.source_system),
-            recency=recency(candidate.occurred_at, at, rules.decay.half_life(candidate.fact_type)),
-            binding=entity_binding(candidate.anchors, anchors).score,
+            recency=matter_recency(candidate, at, rules),
+            binding=binding.score,
             state=verdict.score,
             cross_validation=cross_validation(candidate, live),
         )

@@ -13,7 +13,7 @@ from datetime import datetime
 from services.domain.decay import DecayRules, recency
 from services.domain.model import MemoryVersion
 from services.domain.query import Candidate
-from services.domain.trust import StateRules, state_consistency
+from services.domain.trust import StateRules, is_open_matter, state_consistency
 
 # Below this change in recency a rescore is not worth a write (and the status did not change).
 MATERIAL_RECENCY_CHANGE = 0.01
@@ -38,9 +38,13 @@ class TimeScores:
 def time_scores(
     version: MemoryVersion, now: datetime, decay: DecayRules, state: StateRules
 ) -> TimeScores:
-    verdict = state_consistency(Candidate.from_version(version), now, state)
+    candidate = Candidate.from_version(version)
+    verdict = state_consistency(candidate, now, state)
+    live = is_open_matter(candidate, state)  # an unresolved matter does not go stale
     return TimeScores(
-        recency=recency(version.occurred_at, now, decay.half_life(version.fact_type)),
+        recency=1.0
+        if live
+        else recency(version.occurred_at, now, decay.half_life(version.fact_type)),
         state=verdict.score,
         effective_status=verdict.effective_status,
     )

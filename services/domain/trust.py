@@ -276,6 +276,14 @@ def state_consistency(candidate: Candidate, now: datetime, rules: StateRules) ->
     return StateVerdict(status, rules.score_of(status))
 
 
+def is_open_matter(candidate: Candidate, rules: StateRules) -> bool:
+    """An unresolved complaint, ticket or return: it stays live until it is resolved."""
+    return (
+        candidate.status.strip().casefold() in rules.open_statuses
+        and candidate.fact_type.casefold() in rules.escalating_fact_types
+    )
+
+
 # --- cross-validation ------------------------------------------------------------------------
 
 AGREEMENT_THRESHOLD = 0.5

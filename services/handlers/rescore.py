@@ -49,8 +49,11 @@ class Rescorer:
         now = self._clock()
         due = await self._rules.due(now - self._period, self._batch)
         computed = []
+        tenant_rules: dict[str, dict[str, dict[str, float]]] = {}
         for version, previous, seen in due:
-            overrides = await self._rules.overrides(version.tenant_id)
+            if version.tenant_id not in tenant_rules:  # once per tenant per run
+                tenant_rules[version.tenant_id] = await self._rules.overrides(version.tenant_id)
+            overrides = tenant_rules[version.tenant_id]
             decay = DEFAULT_DECAY.merged(
                 {k: timedelta(seconds=v) for k, v in overrides["half_life"].items()}
             )

@@ -428,10 +428,7 @@ def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
         async with MemoryClient(setup.broker, setup.topics, timeout=60) as client:
             asks = [(rng.choice(tenants), rng.choice(topics)) for _ in range(60)]
             replies = await asyncio.gather(
-                *(
-                    client.retrieve(q, t, user=rng.choice(["C-1", "C-2"]), force=True, limit=10)
-                    for t, q in asks
-                )
+                *(client.retrieve(q, t, force=True, limit=10) for t, q in asks)
             )
             return [(t, r) for (t, _), r in zip(asks, replies, strict=True)]
 

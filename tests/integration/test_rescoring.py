@@ -49,46 +49,59 @@ async def test_rescoring_moves_recency_and_state_as_the_rules_say(
                     "source_system": "ticketing",
                     "status": "pending",
                     "occurred_at": (start - timedelta(hours=1)).isoformat(),
-                }
+                },
+                {
+                    "event_id": "n1",
+                    "tenant_id": tenant,
+                    "memory_key": "note:1",
+                    "entity_type": "customer",
+                    "entity_id": "C-1",
+                    "fact_type": "note",
+                    "content": "Prefers evening deliveries",
+                    "source_system": "crm",
+                    "occurred_at": (start - timedelta(hours=1)).isoformat(),
+                },
             ]
         )
         rescorer = local.container.rescorer
         first = await rescorer.run_once()
-        assert (first.examined, first.changed) == (1, 1)
+        assert (first.examined, first.changed) == (2, 2)
         assert (await rescorer.run_once()).examined == 0, "nothing is due again at once"
 
         clock.now = start + timedelta(days=3)
         again = await rescorer.run_once()
-        assert (again.examined, again.changed) == (1, 1)
-        with psycopg.connect(pg_dsn) as conn:
-            row = conn.execute(
-                "SELECT s.recency, s.effective_status, s.scored_at FROM version_scores s"
-                " JOIN memory_versions m USING (version_id) WHERE m.tenant_id = %s",
-                (tenant,),
-            ).fetchone()
-        assert row is not None
-        recency, status, scored_at = row
-        assert status == "escalated", "pending for more than 48 h"
-        assert abs(recency - 0.5 ** ((3 * 24 + 1) / (7 * 24))) < 1e-6
-        assert scored_at == clock.now
+        assert (again.examined, again.changed) == (2, 2)
 
-        [hit] = await local.container.index.search(tenant, [1.0] + [0.0] * 383, VectorFilter(), 1)
-        assert hit.payload["effective_status"] == "escalated"
-        assert abs(hit.payload["recency"] - recency) < 1e-9
-        cached = await local.container.cache.get_trust([hit.id])
-        assert abs(cached[hit.id]["recency"] - recency) < 1e-9
+        def scores() -> dict[str, tuple[float, str, object]]:
+            with psycopg.connect(pg_dsn) as conn:
+                rows = conn.execute(
+                    "SELECT m.memory_key, s.recency, s.effective_status, s.scored_at"
+                    " FROM version_scores s JOIN memory_versions m USING (version_id)"
+                    " WHERE m.tenant_id = %s",
+                    (tenant,),
+                ).fetchall()
+            return {key: (recency, status, at) for key, recency, status, at in rows}
+
+        now = scores()
+        assert now["complaint:1"][:2] == (1.0, "escalated"), "pending > 48 h; open: no decay"
+        note_recency = 0.5 ** ((3 * 24 + 1) / (90 * 24))  # notes: 90-day half-life
+        assert abs(now["note:1"][0] - note_recency) < 1e-6
+        assert now["note:1"][2] == clock.now
+
+        hits = await local.container.index.search(tenant, [1.0] + [0.0] * 383, VectorFilter(), 2)
+        payloads = {h.payload["memory_key"]: h.payload for h in hits}
+        assert payloads["complaint:1"]["effective_status"] == "escalated"
+        assert abs(payloads["note:1"]["recency"] - note_recency) < 1e-9
+        cached = await local.container.cache.get_trust([h.id for h in hits])
+        assert sorted(round(c["recency"], 9) for c in cached.values()) == sorted(
+            [round(note_recency, 9), 1.0]
+        )
 
         # A rule changed at run time is used by the next run, without a restart.
-        await local.container.rules.set_rule(tenant, "half_life", "complaint", 3600.0)
+        await local.container.rules.set_rule(tenant, "half_life", "note", 3600.0)
         clock.now = start + timedelta(days=3, minutes=5)
         faster = await rescorer.run_once()
         assert faster.changed >= 1
-        with psycopg.connect(pg_dsn) as conn:
-            [(after,)] = conn.execute(
-                "SELECT s.recency FROM version_scores s JOIN memory_versions m"
-                " USING (version_id) WHERE m.tenant_id = %s",
-                (tenant,),
-            ).fetchall()
-        assert after < 1e-6
+        assert scores()["note:1"][0] < 1e-6
     finally:
         await local.stop()

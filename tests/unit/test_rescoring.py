@@ -32,21 +32,29 @@ def complaint(status: str = "pending") -> MemoryVersion:
     )
 
 
-def test_a_pending_complaint_decays_and_escalates_as_the_clock_moves() -> None:
+def test_a_pending_complaint_escalates_and_stays_live_until_resolved() -> None:
     fresh = time_scores(complaint(), T0 + timedelta(hours=1), DEFAULT_DECAY, DEFAULT_STATE_RULES)
     later = time_scores(complaint(), T0 + timedelta(days=7), DEFAULT_DECAY, DEFAULT_STATE_RULES)
     assert fresh.effective_status == "pending"
     assert later.effective_status == "escalated"
-    assert later.recency < fresh.recency
-    assert abs(later.recency - 0.5) < 1e-9  # one half-life (complaints: 7 days)
+    assert fresh.recency == later.recency == 1.0  # an open matter does not go stale
     assert later.differs(fresh)
+
+
+def test_a_resolved_complaint_decays_by_its_half_life() -> None:
+    fresh = time_scores(complaint("resolved"), T0, DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    later = time_scores(
+        complaint("resolved"), T0 + timedelta(days=7), DEFAULT_DECAY, DEFAULT_STATE_RULES
+    )
+    assert fresh.recency == 1.0
+    assert abs(later.recency - 0.5) < 1e-9  # one half-life (complaints: 7 days)
 
 
 def test_a_changed_half_life_changes_recency() -> None:
     moment = T0 + timedelta(days=7)
     faster = DEFAULT_DECAY.merged({"complaint": timedelta(days=1)})
-    slow = time_scores(complaint(), moment, DEFAULT_DECAY, DEFAULT_STATE_RULES)
-    fast = time_scores(complaint(), moment, faster, DEFAULT_STATE_RULES)
+    slow = time_scores(complaint("resolved"), moment, DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    fast = time_scores(complaint("resolved"), moment, faster, DEFAULT_STATE_RULES)
     assert fast.recency < slow.recency / 10
 
 
