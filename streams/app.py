@@ -17,6 +17,7 @@ from mode import Service
 
 from services import bootstrap
 from services.settings import Settings
+from streams import transport
 from streams.sinks import FaustChangeSink, FaustReplySink
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,10 @@ class Topics:
 def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
+    transport.register()
     return faust.App(
         settings.app_id,
-        broker=[f"kafka://{b.strip()}" for b in settings.broker.split(",")],
+        broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],
         # Tansu holds a group join for half the session timeout: keep it short.
         broker_session_timeout=10.0,
         broker_heartbeat_interval=2.0,

@@ -79,7 +79,7 @@ class MemoryClient:
             bootstrap_servers=self._bootstrap,
             group_id=None,
             enable_auto_commit=False,
-            fetch_max_wait_ms=20,
+            fetch_max_wait_ms=5,
             auto_offset_reset="latest",
         )
         await self._producer.start()

@@ -104,29 +104,47 @@ class PostgresRules:
     ) -> set[str]:
         """Store the scores where ``scored_at`` is still what was read (another worker may have
         been first); returns the version_ids written."""
+        scored = [(v, sc, seen) for v, sc, seen in items if seen is not None]
+        fresh = [(v, sc) for v, sc, seen in items if seen is None]
         written: set[str] = set()
         try:
             async with self._pool.connection() as conn, conn.transaction():
-                for version, scores, seen in items:
+                if scored:  # compare-and-set on scored_at: another worker may have been first
                     cur = await conn.execute(
-                        "INSERT INTO version_scores AS s (version_id, tenant_id, recency, state,"
-                        " effective_status, scored_at) VALUES (%s, %s, %s, %s, %s, %s)"
-                        " ON CONFLICT (version_id) DO UPDATE SET recency = EXCLUDED.recency,"
-                        " state = EXCLUDED.state, effective_status = EXCLUDED.effective_status,"
-                        " scored_at = EXCLUDED.scored_at"
-                        " WHERE s.scored_at IS NOT DISTINCT FROM %s",
+                        "UPDATE version_scores AS s SET recency = u.recency, state = u.state,"
+                        " effective_status = u.status, scored_at = %s"
+                        " FROM unnest(%s::uuid[], %s::float8[], %s::float8[], %s::text[],"
+                        " %s::timestamptz[]) AS u(id, recency, state, status, seen)"
+                        " WHERE s.version_id = u.id AND s.scored_at = u.seen"
+                        " RETURNING s.version_id::text",
                         (
-                            version.version_id,
-                            version.tenant_id,
-                            scores.recency,
-                            scores.state,
-                            scores.effective_status,
                             now,
-                            seen,
+                            [v.version_id for v, _, _ in scored],
+                            [sc.recency for _, sc, _ in scored],
+                            [sc.state for _, sc, _ in scored],
+                            [sc.effective_status for _, sc, _ in scored],
+                            [seen for _, _, seen in scored],
                         ),
                     )
-                    if cur.rowcount:
-                        written.add(version.version_id)
+                    written |= {row[0] for row in await cur.fetchall()}
+                if fresh:
+                    cur = await conn.execute(
+                        "INSERT INTO version_scores (version_id, tenant_id, recency, state,"
+                        " effective_status, scored_at)"
+                        " SELECT id, tenant, recency, state, status, %s FROM unnest(%s::uuid[],"
+                        " %s::text[], %s::float8[], %s::float8[], %s::text[])"
+                        " AS u(id, tenant, recency, state, status)"
+                        " ON CONFLICT (version_id) DO NOTHING RETURNING version_id::text",
+                        (
+                            now,
+                            [v.version_id for v, _ in fresh],
+                            [v.tenant_id for v, _ in fresh],
+                            [sc.recency for _, sc in fresh],
+                            [sc.state for _, sc in fresh],
+                            [sc.effective_status for _, sc in fresh],
+                        ),
+                    )
+                    written |= {row[0] for row in await cur.fetchall()}
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"saving {len(items)} rescored versions") from exc
         return written

@@ -35,6 +35,24 @@ class TimeScores:
         )
 
 
+def as_ingested(version: MemoryVersion) -> TimeScores:
+    """What a version implicitly carries when it is recorded: fresh, in its published status
+    (the state score is unknown until first scored, so it never makes a change material)."""
+    return TimeScores(recency=1.0, state=-1.0, effective_status=version.status)
+
+
+def is_material(scores: TimeScores, previous: TimeScores | None, version: MemoryVersion) -> bool:
+    """Whether ``scores`` must be propagated: against the last stored scores, or — for a version
+    never scored — against what it carried when recorded (most fresh versions: nothing to do)."""
+    if previous is not None:
+        return scores.differs(previous)
+    baseline = as_ingested(version)
+    return (
+        scores.effective_status != baseline.effective_status
+        or abs(scores.recency - baseline.recency) >= MATERIAL_RECENCY_CHANGE
+    )
+
+
 def time_scores(
     version: MemoryVersion, now: datetime, decay: DecayRules, state: StateRules
 ) -> TimeScores:

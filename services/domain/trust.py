@@ -276,12 +276,17 @@ def state_consistency(candidate: Candidate, now: datetime, rules: StateRules) ->
     return StateVerdict(status, rules.score_of(status))
 
 
+# Fact types whose plain "active" status means the matter is still open (a live complaint).
+LIVE_WHEN_ACTIVE = frozenset({"complaint", "ticket", "support_case", "issue"})
+
+
 def is_open_matter(candidate: Candidate, rules: StateRules) -> bool:
     """An unresolved complaint, ticket or return: it stays live until it is resolved."""
-    return (
-        candidate.status.strip().casefold() in rules.open_statuses
-        and candidate.fact_type.casefold() in rules.escalating_fact_types
-    )
+    status = candidate.status.strip().casefold() or "active"
+    fact_type = candidate.fact_type.casefold()
+    if fact_type not in rules.escalating_fact_types:
+        return False
+    return status in rules.open_statuses or (status == "active" and fact_type in LIVE_WHEN_ACTIVE)
 
 
 # --- cross-validation ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from services.domain.decay import DEFAULT_DECAY
 from services.domain.model import MemoryVersion
-from services.domain.rescoring import TimeScores, time_scores
+from services.domain.rescoring import TimeScores, is_material, time_scores
 from services.domain.trust import DEFAULT_STATE_RULES
 from services.ports import Cache, RulesRepository, VectorIndex
 
@@ -66,7 +66,7 @@ class Rescorer:
         changed = [
             (v, s)
             for v, s, previous, _ in computed
-            if v.version_id in written and s.differs(previous)
+            if v.version_id in written and is_material(s, previous, v)
         ]
         by_tenant: dict[str, list[tuple[MemoryVersion, TimeScores]]] = {}
         for version, scores in changed:

@@ -64,3 +64,14 @@ def test_immaterial_changes_are_not_changes() -> None:
     assert TimeScores(0.52, 1.0, "active").differs(base)
     assert TimeScores(0.5, 1.0, "escalated").differs(base)
     assert base.differs(None)
+
+
+def test_a_fresh_version_is_material_only_when_its_state_or_recency_moved() -> None:
+    from services.domain.rescoring import is_material
+
+    version = complaint()
+    fresh = time_scores(version, T0 + timedelta(hours=1), DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    assert not is_material(fresh, None, version), "just recorded: nothing to announce"
+    late = time_scores(version, T0 + timedelta(days=3), DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    assert is_material(late, None, version), "pending → escalated"
+    assert not is_material(late, late, version)

@@ -282,3 +282,17 @@ def test_invalid_profiles_are_refused() -> None:
         TrustProfile(0, 0, 0, 0, 0)
     with pytest.raises(DomainError):
         TrustProfile(alpha=1.5)
+
+
+def test_open_matters_are_unresolved_complaint_like_memories() -> None:
+    from services.domain.trust import DEFAULT_STATE_RULES, is_open_matter
+
+    def matter(fact_type: str, status: str) -> bool:
+        c = candidate(fact_type=fact_type, status=status)
+        return is_open_matter(c, DEFAULT_STATE_RULES)
+
+    assert matter("complaint", "pending") and matter("ticket", "open")
+    assert matter("complaint", "active"), "a complaint that is simply active is still open"
+    assert not matter("complaint", "resolved")
+    assert not matter("return", "active"), "an active return is a fact, not an open matter"
+    assert not matter("page_view", "pending")
