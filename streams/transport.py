@@ -4,6 +4,8 @@ faust-streaming builds its aiokafka consumer with ``fetch_max_wait_ms=1500`` har
 Tansu holds an empty fetch for that whole time even when a record arrives meanwhile: measured,
 a retrieval request waited 0.75 s on average before the worker saw it. Requests must be
 answered in milliseconds, so this transport's consumer asks for at most ``FETCH_MAX_WAIT_MS``.
+The cost is polling: at 5 ms an idle worker and Tansu each used ~13 % of a core; 10 ms halves
+that for ~2.5 ms more mean latency per hop.
 Selected by the broker URL scheme ``memstream-kafka://`` (see ``streams.app``).
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-FETCH_MAX_WAIT_MS = 5
+FETCH_MAX_WAIT_MS = 10
 SCHEME = "memstream-kafka"
 
 
