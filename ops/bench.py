@@ -83,6 +83,44 @@ def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, A
     ]
 
 
+def start_worker(settings: Settings) -> subprocess.Popen[str]:
+    """A ``memstream worker`` process on resolved settings, returned once it is ready."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+    env.update(settings.to_env())
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "ops.cli", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert worker.stdout is not None
+    for line in worker.stdout:
+        if "memstream ready" in line:
+            return worker
+    raise RuntimeError("the worker exited before it was ready")
+
+
+def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
+    """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
+    from ops.publish import make_producer, message_key, to_record
+    from schemas.codec import encode
+    from services.domain.validation import validate_event
+
+    producer = make_producer(settings.broker or "")
+    now = datetime.now(UTC)
+    for raw in raws:
+        event = validate_event(raw, now)
+        producer.produce(
+            settings.topics.events,
+            key=message_key(event),
+            value=encode("MemoryEvent", to_record(event)),
+        )
+        producer.poll(0)
+    if producer.flush(60):
+        raise RuntimeError("the broker did not acknowledge every event")
+
+
 @dataclass
 class Figures:
     model_texts_per_s: float
@@ -127,11 +165,8 @@ async def _pg_latency(dsn: str, count: int) -> list[float]:
 
 def bench_ingest(events: int, model_sample: int) -> Figures:
     from ops.ingest_status import wait_for
-    from ops.publish import make_producer, message_key, to_record
     from ops.stack import EmbeddedStack
     from ops.up import prepare
-    from schemas.codec import encode
-    from services.domain.validation import validate_event
 
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
         base = Settings.from_env()
@@ -144,36 +179,12 @@ def bench_ingest(events: int, model_sample: int) -> Figures:
         resolved = stack.start()
         try:
             prepare(resolved)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
-            env.update(resolved.to_env())
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "ops.cli", "worker"],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
+            worker = start_worker(resolved)
             try:
-                assert worker.stdout is not None
-                for line in worker.stdout:
-                    if "memstream ready" in line:
-                        break
-                else:
-                    raise RuntimeError("the worker exited before it was ready")
                 time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
                 out.print(f"publishing and ingesting {events} events end to end …")
-                producer = make_producer(resolved.broker or "")
                 started = time.perf_counter()
-                now = datetime.now(UTC)
-                for raw in raws:
-                    event = validate_event(raw, now)
-                    producer.produce(
-                        resolved.topics.events,
-                        key=message_key(event),
-                        value=encode("MemoryEvent", to_record(event)),
-                    )
-                    producer.poll(0)
-                producer.flush(60)
+                publish_events(resolved, raws)
                 status = wait_for(
                     resolved,
                     [(tenant, r["event_id"]) for r in raws],

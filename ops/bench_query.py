@@ -13,22 +13,18 @@ Prints p50 / p95 / p99; nothing is asserted.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ops.bench import synthetic_events
+from ops.bench import publish_events, start_worker, synthetic_events
 from services.settings import Settings
 
 out = Console(highlight=False)
@@ -95,11 +91,8 @@ async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[floa
 
 def bench_query(memories: int, count: int) -> dict[str, Any]:
     from ops.ingest_status import wait_for
-    from ops.publish import make_producer, message_key, to_record
     from ops.stack import EmbeddedStack
     from ops.up import prepare
-    from schemas.codec import encode
-    from services.domain.validation import validate_event
 
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     data_dir.chmod(0o755)
@@ -111,37 +104,13 @@ def bench_query(memories: int, count: int) -> dict[str, Any]:
     figures: dict[str, Any] = {"memories": memories, "questions": count}
     try:
         prepare(resolved)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
-        env.update(resolved.to_env())
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "ops.cli", "worker"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        worker = start_worker(resolved)
         try:
-            assert worker.stdout is not None
-            for line in worker.stdout:
-                if "memstream ready" in line:
-                    break
-            else:
-                raise RuntimeError("the worker exited before it was ready")
             out.print(f"ingesting {memories} memories …")
             raws = synthetic_events(tenant, memories)
             for raw in raws:  # one version each: N memories
                 raw["memory_key"] = raw["event_id"]
-            producer = make_producer(resolved.broker or "")
-            now = datetime.now(UTC)
-            for raw in raws:
-                event = validate_event(raw, now)
-                producer.produce(
-                    resolved.topics.events,
-                    key=message_key(event),
-                    value=encode("MemoryEvent", to_record(event)),
-                )
-                producer.poll(0)
-            producer.flush(60)
+            publish_events(resolved, raws)
             status = wait_for(
                 resolved,
                 [(tenant, r["event_id"]) for r in raws],

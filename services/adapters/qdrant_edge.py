@@ -29,20 +29,17 @@ Must not import ``services.handlers`` nor ``streams``: only the ports, the stdli
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
 import shutil
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numpy as np
 import qdrant_edge as qe
 
+from services.adapters.vector_common import canonical_id, checked_vector, epoch, tenant_slug
 from services.ports import AdapterError, VectorFilter, VectorHit, VectorPoint
 
 T = TypeVar("T")
@@ -67,10 +64,7 @@ PAYLOAD_INDEXES: tuple[tuple[str, qe.PayloadSchemaType], ...] = (
 
 
 def shard_dir_name(tenant_id: str) -> str:
-    """A safe, deterministic directory name: a readable slug plus a hash of the exact id."""
-    slug = re.sub(r"[^a-z0-9]+", "-", tenant_id.lower()).strip("-")[:40] or "tenant"
-    digest = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:16]
-    return f"{slug}-{digest}"
+    return tenant_slug(tenant_id)
 
 
 class _UnknownTenantError(AdapterError):
@@ -113,7 +107,11 @@ class QdrantEdgeIndex:
         if not points:
             return
         checked = [
-            (_point_id(tenant_id, p.id), _vector(tenant_id, p.id, p.vector, self._dimension), p)
+            (
+                canonical_id(tenant_id, p.id),
+                checked_vector(tenant_id, p.id, p.vector, self._dimension),
+                p,
+            )
             for p in points
         ]
 
@@ -124,7 +122,7 @@ class QdrantEdgeIndex:
         await self._run(tenant_id, "upsert", write, create=True)
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
-        pid = _point_id(tenant_id, point_id)
+        pid = canonical_id(tenant_id, point_id)
 
         def write(engine: qe.EdgeShard) -> None:
             # Checked here so that both adapters fail alike, with the same message.
@@ -139,7 +137,7 @@ class QdrantEdgeIndex:
     ) -> set[str]:
         if not updates:
             return set()
-        checked = [(_point_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
+        checked = [(canonical_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
 
         def write(engine: qe.EdgeShard) -> set[str]:
             found = {str(r.id) for r in engine.retrieve([pid for pid, _ in checked], False, False)}
@@ -160,7 +158,7 @@ class QdrantEdgeIndex:
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:
-        query = _vector(tenant_id, "query", vector, self._dimension)
+        query = checked_vector(tenant_id, "query", vector, self._dimension)
         query_filter = to_edge_filter(flt)
         if limit <= 0:
             return []
@@ -343,7 +341,7 @@ def to_edge_filter(flt: VectorFilter) -> qe.Filter | None:
     must: list[Any] = []
     must_not: list[Any] = []
     if flt.as_of is not None:  # as_of overrides current_only: a past version may be the answer
-        t = _epoch(flt.as_of)
+        t = epoch(flt.as_of)
         must.append(qe.FieldCondition("valid_from", range=qe.RangeFloat(lte=t)))
         still_valid = qe.Filter(
             should=[
@@ -357,7 +355,7 @@ def to_edge_filter(flt: VectorFilter) -> qe.Filter | None:
     if flt.anchors:
         must.append(qe.FieldCondition("anchors", match=qe.MatchAny(list(flt.anchors))))
     if flt.window is not None:
-        start, end = (_epoch(moment) for moment in flt.window)
+        start, end = (epoch(moment) for moment in flt.window)
         must.append(qe.FieldCondition("occurred_at", range=qe.RangeFloat(gte=start, lte=end)))
     if flt.fact_types:
         must.append(qe.FieldCondition("fact_type", match=qe.MatchAny(list(flt.fact_types))))
@@ -367,26 +365,3 @@ def to_edge_filter(flt: VectorFilter) -> qe.Filter | None:
     if not must and not must_not:
         return None
     return qe.Filter(must=must or None, must_not=must_not or None)
-
-
-def _epoch(moment: datetime) -> float:
-    if moment.utcoffset() is None:
-        raise ValueError(f"naive datetime {moment.isoformat()}: use timezone-aware datetimes")
-    return moment.timestamp()
-
-
-def _point_id(tenant_id: str, point_id: str) -> str:
-    try:
-        return str(uuid.UUID(point_id))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise AdapterError(f"point id {point_id!r} of tenant {tenant_id!r} is not a uuid") from exc
-
-
-def _vector(tenant_id: str, point_id: str, vector: Sequence[float], dimension: int) -> list[float]:
-    values = [float(x) for x in vector]
-    if len(values) != dimension:
-        raise AdapterError(
-            f"vector of {point_id} (tenant {tenant_id!r}) has {len(values)} dimensions, "
-            f"the index has {dimension}"
-        )
-    return values

@@ -18,11 +18,7 @@ Must not import ``services.handlers`` nor ``streams``: only the ports, the stdli
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
-import uuid
 from collections.abc import Awaitable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, TypeVar
 
 import grpc
@@ -31,6 +27,7 @@ from qdrant_client import AsyncQdrantClient
 from qdrant_client import models as qm
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from services.adapters.vector_common import canonical_id, checked_vector, epoch, tenant_slug
 from services.ports import AdapterError, TransientError, VectorFilter, VectorHit, VectorPoint
 
 T = TypeVar("T")
@@ -61,10 +58,7 @@ PAYLOAD_INDEXES: tuple[tuple[str, qm.PayloadSchemaType], ...] = (
 
 
 def collection_slug(tenant_id: str) -> str:
-    """A safe, deterministic name part: a readable slug plus a hash of the exact id."""
-    slug = re.sub(r"[^a-z0-9]+", "-", tenant_id.lower()).strip("-")[:40] or "tenant"
-    digest = hashlib.sha256(tenant_id.encode("utf-8")).hexdigest()[:16]
-    return f"{slug}-{digest}"
+    return tenant_slug(tenant_id)
 
 
 class QdrantServerIndex:
@@ -93,8 +87,8 @@ class QdrantServerIndex:
             return
         batch = [
             qm.PointStruct(
-                id=_point_id(tenant_id, p.id),
-                vector=_vector(tenant_id, p.id, p.vector, self._dimension),
+                id=canonical_id(tenant_id, p.id),
+                vector=checked_vector(tenant_id, p.id, p.vector, self._dimension),
                 payload=dict(p.payload),
             )
             for p in points
@@ -103,7 +97,7 @@ class QdrantServerIndex:
         await self._call(tenant_id, "upsert", self._client.upsert(name, batch, wait=True))
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
-        pid = _point_id(tenant_id, point_id)
+        pid = canonical_id(tenant_id, point_id)
         name = await self._existing(tenant_id)
         found = (
             await self._call(
@@ -127,7 +121,7 @@ class QdrantServerIndex:
     ) -> set[str]:
         if not updates:
             return set()
-        checked = [(_point_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
+        checked = [(canonical_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
         name = await self._existing(tenant_id)
         if name is None:
             return {pid for pid, _ in checked}
@@ -155,7 +149,7 @@ class QdrantServerIndex:
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:
-        query = _vector(tenant_id, "query", vector, self._dimension)
+        query = checked_vector(tenant_id, "query", vector, self._dimension)
         query_filter = to_server_filter(flt)
         if limit <= 0:
             return []
@@ -282,7 +276,7 @@ def to_server_filter(flt: VectorFilter) -> qm.Filter | None:
     must: list[qm.Condition] = []
     must_not: list[qm.Condition] = []
     if flt.as_of is not None:  # as_of overrides current_only: a past version may be the answer
-        t = _epoch(flt.as_of)
+        t = epoch(flt.as_of)
         must.append(qm.FieldCondition(key="valid_from", range=qm.Range(lte=t)))
         still_valid = qm.Filter(
             should=[
@@ -296,7 +290,7 @@ def to_server_filter(flt: VectorFilter) -> qm.Filter | None:
     if flt.anchors:
         must.append(qm.FieldCondition(key="anchors", match=qm.MatchAny(any=list(flt.anchors))))
     if flt.window is not None:
-        start, end = (_epoch(moment) for moment in flt.window)
+        start, end = (epoch(moment) for moment in flt.window)
         must.append(qm.FieldCondition(key="occurred_at", range=qm.Range(gte=start, lte=end)))
     if flt.fact_types:
         fact_types = qm.MatchAny(any=list(flt.fact_types))
@@ -307,26 +301,3 @@ def to_server_filter(flt: VectorFilter) -> qm.Filter | None:
     if not must and not must_not:
         return None
     return qm.Filter(must=must or None, must_not=must_not or None)
-
-
-def _epoch(moment: datetime) -> float:
-    if moment.utcoffset() is None:
-        raise ValueError(f"naive datetime {moment.isoformat()}: use timezone-aware datetimes")
-    return moment.timestamp()
-
-
-def _point_id(tenant_id: str, point_id: str) -> str:
-    try:
-        return str(uuid.UUID(point_id))
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise AdapterError(f"point id {point_id!r} of tenant {tenant_id!r} is not a uuid") from exc
-
-
-def _vector(tenant_id: str, point_id: str, vector: Sequence[float], dimension: int) -> list[float]:
-    values = [float(x) for x in vector]
-    if len(values) != dimension:
-        raise AdapterError(
-            f"vector of {point_id} (tenant {tenant_id!r}) has {len(values)} dimensions, "
-            f"the index has {dimension}"
-        )
-    return values
