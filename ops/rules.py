@@ -1,6 +1,6 @@
 """``memstream rules``: change a tenant's decay half-lives and source authorities at run time.
 
-Rules live in Postgres (``tenant_rules``); workers read them through a two-second cache, so a
+Rules live in Postgres (``tenant_rules``); workers read them on every uncached retrieval, so a
 change takes effect without a restart. Setting a rule also invalidates the tenant's cached
 replies. Examples::
 
@@ -41,7 +41,7 @@ async def _run(settings: Settings, args: Any) -> int:
     assert settings.postgres_dsn is not None
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, min_size=1, max_size=1)
     try:
-        rules = PostgresRules(repo.pool, ttl_s=0)
+        rules = PostgresRules(repo.pool)
         if args.action == "set":
             await rules.set_rule(
                 args.tenant, args.kind, args.name, parse_value(args.kind, args.value)

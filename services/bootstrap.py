@@ -137,10 +137,7 @@ async def build(
         if isinstance(embedder, SentenceTransformerEmbedder)
         else embedder
     )
-    # Rules are read on every uncached retrieval (one indexed query): an in-process cache would
-    # let a reply computed with old rules be cached again after `memstream rules set` had
-    # invalidated the tenant's replies.
-    rules = PostgresRules(repo.pool, ttl_s=0)
+    rules = PostgresRules(repo.pool)  # read on every uncached retrieval: see its docstring
 
     async def profiles(tenant_id: str) -> Profile:
         try:

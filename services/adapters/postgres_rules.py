@@ -1,15 +1,16 @@
 """PostgresRules: per-tenant rules that change at run time, and materialised time scores.
 
 ``tenant_rules`` holds half-lives (seconds, per fact type) and authorities (per source); the
-query path and the rescoring timer read them through a short-lived cache, so a change takes
-effect without a restart. ``version_scores`` holds each current version's recency / state as
-last rescored; writes are guarded (compare-and-set on ``scored_at``) so several workers may
-rescore at once. Must not import handlers or streams.
+query path reads them on every uncached retrieval and the rescoring timer once per tenant per
+run, so a change takes effect without a restart (no in-process cache: a reply computed with
+stale rules could otherwise be cached again after the tenant's replies were invalidated).
+``version_scores`` holds each current version's recency / state as last rescored; writes are
+guarded (compare-and-set on ``scored_at``) so several workers may rescore at once.
+Must not import handlers or streams.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -26,17 +27,11 @@ KINDS = ("half_life", "authority")
 
 
 class PostgresRules:
-    def __init__(self, pool: AsyncConnectionPool[Any], *, ttl_s: float = 2.0) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self._pool = pool
-        self._ttl_s = ttl_s
-        self._cache: dict[str, tuple[float, dict[str, dict[str, float]]]] = {}
 
     async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
-        """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant,
-        cached for ``ttl_s`` seconds."""
-        hit = self._cache.get(tenant_id)
-        if hit is not None and time.monotonic() - hit[0] < self._ttl_s:
-            return hit[1]
+        """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant."""
         try:
             async with self._pool.connection() as conn:
                 rows = await (
@@ -50,7 +45,6 @@ class PostgresRules:
         table: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
         for kind, name, value in rows:
             table[kind][name] = float(value)
-        self._cache[tenant_id] = (time.monotonic(), table)
         return table
 
     async def set_rule(self, tenant_id: str, kind: str, name: str, value: float) -> None:
@@ -67,7 +61,6 @@ class PostgresRules:
                 )
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"setting a rule of tenant {tenant_id!r}") from exc
-        self._cache.pop(tenant_id, None)
 
     async def due(
         self, stale_before: datetime, limit: int
