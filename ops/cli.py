@@ -92,8 +92,8 @@ def _parser() -> argparse.ArgumentParser:
 
     replay = sub.add_parser(
         "replay",
-        help="rebuild derived state from the Postgres ledger (the vector index, or an audit "
-        "copy in another schema) and verify it",
+        help="rebuild derived state from the Postgres ledger or the events topic (the vector "
+        "index, an audit copy in another schema, lost versions) and verify it",
     )
     what = replay.add_mutually_exclusive_group(required=True)
     what.add_argument(
@@ -106,6 +106,28 @@ def _parser() -> argparse.ArgumentParser:
         dest="into_schema",
         metavar="NAME",
         help="replay the ledger into an audit copy in schema NAME (created, migrated; resumable)",
+    )
+    what.add_argument(
+        "--into-live",
+        dest="into_live",
+        action="store_true",
+        help="with --from-topic: record into the live store what its ledger lacks (after a "
+        "restore from an older backup; what it holds already changes nothing)",
+    )
+    replay.add_argument(
+        "--from-topic",
+        dest="from_topic",
+        action="store_true",
+        help="read the events from the events topic by the offset ranges the ledger recorded "
+        "(or --offsets) instead of from the ledger",
+    )
+    replay.add_argument("--topic", help="with --from-topic: the topic (default: the events topic)")
+    replay.add_argument(
+        "--offsets",
+        action="append",
+        metavar="P:FIRST-LAST",
+        help="with --from-topic: offsets FIRST..LAST of partition P (P:FIRST- reads to the "
+        "partition's end; repeatable; default: the ranges the ledger recorded)",
     )
     replay.add_argument(
         "--tenant",

@@ -108,6 +108,10 @@ class Options:
     no_vectors: bool = False
     verify: bool = False
     batch: int = 256
+    from_topic: bool = False
+    topic: str | None = None
+    offsets: tuple[str, ...] = ()
+    into_live: bool = False
 
 
 def options_from(args: Any) -> Options:
@@ -123,8 +127,21 @@ def options_from(args: Any) -> Options:
         ("--until", args.until), ("--into-dsn", args.into_dsn),
         ("--into-vectors", args.into_vectors), ("--no-vectors", args.no_vectors or None),
     ) if value is not None]  # fmt: skip
-    if args.index and copy_only:
+    if (args.index or args.into_live) and copy_only:
         raise StackError("replay", f"{copy_only[0]} is for --into-schema", "drop it")
+    topic_only = [flag for flag, value in (
+        ("--topic", args.topic), ("--offsets", args.offsets or None),
+        ("--into-live", args.into_live or None),
+    ) if value is not None]  # fmt: skip
+    if topic_only and not args.from_topic:
+        raise StackError("replay", f"{topic_only[0]} needs --from-topic", "add --from-topic")
+    if args.from_topic and args.index:
+        raise StackError(
+            "replay", "--from-topic rebuilds versions, --index only the vector index",
+            "use --from-topic with --into-schema NAME or --into-live",
+        )  # fmt: skip
+    if args.from_topic and args.verify and args.into_live:
+        raise StackError("replay", "--verify compares an audit copy", "use --into-schema NAME")
     if args.into_schema is not None and not _SCHEMA.match(args.into_schema):
         raise StackError(
             "replay", f"--into-schema {args.into_schema!r} is not a plain lower-case SQL name",
@@ -132,13 +149,19 @@ def options_from(args: Any) -> Options:
         )  # fmt: skip
     if args.batch < 1:
         raise StackError("replay", f"--batch {args.batch} is not positive", "use e.g. 256")
-    return Options(
+    options = Options(
         args.index, args.into_schema, tuple(args.tenant) if args.tenant else None, until,
         args.into_dsn, args.into_vectors, args.no_vectors, args.verify, args.batch,
+        args.from_topic, args.topic, tuple(args.offsets or ()), args.into_live,
     )  # fmt: skip
+    if args.from_topic:
+        from ops.replay_topic import parse_ranges
+
+        parse_ranges(options.offsets)  # a bad range is refused before anything starts
+    return options
 
 
-class _Silent:
+class Silent:
     """A ChangeSink that announces nothing: a rebuild changes derived state, no memory."""
 
     async def versioned(self, recorded: Recorded) -> None:
@@ -168,6 +191,11 @@ async def _run(settings: Settings, options: Options) -> int:
     if options.index:
         await rebuild_index(settings, options.tenants, options.batch)
         return 0
+    if options.from_topic and not options.verify:
+        from ops.replay_topic import replay_topic
+
+        await replay_topic(settings, options)
+        return 0
     assert options.schema is not None
     if options.verify:
         return await rv.verify_copy(
@@ -191,6 +219,8 @@ def _postgres(settings: Settings, *, live_index: bool) -> Iterator[Settings]:
             "stop `memstream up` first (replay then starts its PostgreSQL alone), or use a "
             "Qdrant server (MEMSTREAM_QDRANT_URL)",
         )
+    if info is not None:  # a running stack's broker too (replay --from-topic)
+        settings = settings.with_endpoints(broker=info.get("broker"))
     if settings.postgres_dsn is not None:
         yield settings
     elif info is not None:
@@ -217,7 +247,7 @@ class _PostgresOnly(EmbeddedStack):
         return {"postgres": check_postgres(self.endpoints.postgres_dsn)}
 
 
-def _progress() -> Progress:
+def progress_bar() -> Progress:
     return Progress(*Progress.get_default_columns(), MofNCompleteColumn(), console=err)
 
 
@@ -229,7 +259,7 @@ async def rebuild_index(settings: Settings, tenants: Sequence[str] | None, batch
     embedder = await asyncio.to_thread(rv.load_embedder, settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
     index = rv.live_index(settings, embedder.dimension)
-    indexer = Indexer(repo, index, embedder, _Silent())
+    indexer = Indexer(repo, index, embedder, Silent())
     started, done = time.monotonic(), 0
     try:
         async with rv.connect(settings.postgres_dsn) as conn:
@@ -269,7 +299,7 @@ async def _rebuild_tenant(
             size = 0
         groups[-1].append((tenant, key))
         size, total = size + count, total + count
-    with _progress() as progress:
+    with progress_bar() as progress:
         bar = progress.add_task(f"indexing {tenant}", total=total)
         for keys in groups:
             indexed = await indexer.index_keys(keys)
@@ -305,7 +335,7 @@ async def _identity(conn: psycopg.AsyncConnection[Any]) -> str:
     return f"{row[0]}:{row[1]}/{row[2]}/{row[3]}"
 
 
-async def _prepare_copy(source: str, base: str, schema: str) -> str:
+async def prepare_copy(source: str, base: str, schema: str) -> str:
     """Create and migrate the copy's schema; refuse the live one. Returns the copy's DSN."""
     async with rv.connect(base) as conn:
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
@@ -317,7 +347,7 @@ async def _prepare_copy(source: str, base: str, schema: str) -> str:
     return target
 
 
-async def _count(conn: psycopg.AsyncConnection[Any], query: str, params: Any = None) -> int:
+async def count(conn: psycopg.AsyncConnection[Any], query: str, params: Any = None) -> int:
     row = await (await conn.execute(query, params)).fetchone()
     return int(row[0]) if row else 0
 
@@ -325,20 +355,11 @@ async def _count(conn: psycopg.AsyncConnection[Any], query: str, params: Any = N
 async def replay_ledger(settings: Settings, options: Options) -> None:
     assert settings.postgres_dsn is not None and options.schema is not None
     source = settings.postgres_dsn
-    target = await _prepare_copy(source, options.into_dsn or source, options.schema)
-    root = None
-    if not options.no_vectors:
-        root = options.into_vectors or settings.data_dir / f"replay-{options.schema}"
+    target = await prepare_copy(source, options.into_dsn or source, options.schema)
+    root = copy_root(settings, options)
     async with rv.connect(source) as src, rv.connect(target) as dst:
         if options.tenants:
             await rv.tenants_of(src, options.tenants)  # an unknown tenant is an error
-        origin, meta = await _identity(src), await rv.read_meta(dst)
-        if meta is not None and meta["source"] != origin:
-            raise StackError(
-                "replay",
-                f"schema {options.schema} is a copy of {meta['source']}, not of {origin}",
-                "replay into a fresh --into-schema",
-            )
         done = {row[4]: row for row in await (await dst.execute(_LAST_DONE)).fetchall()}
         in_scope = [k for t, k in done.items() if not options.tenants or t in options.tenants]
         if options.until is not None and any(key[0] > options.until for key in in_scope):
@@ -353,41 +374,83 @@ async def replay_ledger(settings: Settings, options: Options) -> None:
             "until": options.until,
             **{f"d_{n}": [k[i] for k in done.values()] for i, n in enumerate(_KEY_NAMES)},
         }
-        total = await _count(src, "SELECT count(*)" + _SCOPE, params)
-        tenants = options.tenants  # the copy's scope: every tenant, or those replayed so far
-        if meta is not None:
-            tenants = tuple(sorted({*meta["tenants"], *tenants})) if tenants and meta[
-                "tenants"] else None  # fmt: skip
-        await dst.execute(
-            "INSERT INTO replay_meta (source, tenants, until, vectors) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (id) DO UPDATE SET tenants = excluded.tenants, until = excluded.until,"
-            " vectors = coalesce(excluded.vectors, replay_meta.vectors), updated_at = now()",
-            (origin, list(tenants) if tenants else None, options.until, root and str(root)),
-        )
-        already = await _count(dst, "SELECT count(*) FROM event_ledger")
+        total = await count(src, "SELECT count(*)" + _SCOPE, params)
+        await register_copy(src, dst, options, root)
+        already = await count(dst, "SELECT count(*) FROM event_ledger")
         resuming = f" (resuming: {already} events already in the copy)" if already else ""
         out.print(f"replay: {total} events to replay into {options.schema}{resuming}", markup=False)
         started = time.monotonic()
         await _feed(src, target, params, total, options.batch)
         elapsed = time.monotonic() - started
-        # The copy's own ledger keeps the source's transaction time too.
-        await dst.execute(
-            "UPDATE event_ledger l SET received_at = m.recorded_at FROM memory_versions m"
-            " WHERE m.version_id = l.version_id AND l.received_at IS DISTINCT FROM m.recorded_at"
-        )
+        await keep_transaction_time(dst)
     line = f"replay: {total} events replayed into {options.schema} in {elapsed:.1f} s"
+    await finish_copy(settings, target, root, options.batch, line, total, elapsed)
+
+
+async def finish_copy(
+    settings: Settings,
+    target: str,
+    root: Path | None,
+    batch: int,
+    line: str,
+    total: int,
+    elapsed: float,
+) -> None:
+    """Index the copy's pending versions (unless it has no vectors) and print the figures."""
     line += f" ({total / max(elapsed, 1e-9):.0f} events/s)"
     if root is None:
         out.print(f"{line} · no vectors", markup=False)
         return
     embedder = await asyncio.to_thread(rv.load_embedder, settings)
     began = time.monotonic()
-    indexed = await _index_copy(target, root, embedder, options.batch)
+    indexed = await index_copy(target, root, embedder, batch)
     spent = time.monotonic() - began
     out.print(
         f"{line} · {indexed} versions indexed in {spent:.1f} s into {root} · with vectors "
         f"{total / max(elapsed + spent, 1e-9):.0f} events/s",
         markup=False,
+    )
+
+
+def copy_root(settings: Settings, options: Options) -> Path | None:
+    """Where the copy's vectors go; None without vectors."""
+    if options.no_vectors:
+        return None
+    assert options.schema is not None
+    return options.into_vectors or settings.data_dir / f"replay-{options.schema}"
+
+
+async def register_copy(
+    src: psycopg.AsyncConnection[Any],
+    dst: psycopg.AsyncConnection[Any],
+    options: Options,
+    root: Path | None,
+) -> None:
+    """Refuse a copy of another source; record this run's scope in ``replay_meta``."""
+    origin, meta = await _identity(src), await rv.read_meta(dst)
+    if meta is not None and meta["source"] != origin:
+        raise StackError(
+            "replay",
+            f"schema {options.schema} is a copy of {meta['source']}, not of {origin}",
+            "replay into a fresh --into-schema",
+        )
+    tenants = options.tenants  # the copy's scope: every tenant, or those replayed so far
+    if meta is not None:
+        tenants = tuple(sorted({*meta["tenants"], *tenants})) if tenants and meta[
+            "tenants"] else None  # fmt: skip
+    await dst.execute(
+        "INSERT INTO replay_meta (source, tenants, until, vectors) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (id) DO UPDATE SET tenants = excluded.tenants, until = excluded.until,"
+        " vectors = coalesce(excluded.vectors, replay_meta.vectors), updated_at = now()",
+        (origin, list(tenants) if tenants else None, options.until, root and str(root)),
+    )
+
+
+async def keep_transaction_time(dst: psycopg.AsyncConnection[Any]) -> None:
+    """The copy's own ledger keeps the source's transaction time too."""
+    await dst.execute(
+        "UPDATE event_ledger l SET received_at = m.recorded_at FROM memory_versions m"
+        " WHERE m.version_id = l.version_id AND l.received_at IS DISTINCT FROM m.recorded_at"
     )
 
 
@@ -399,7 +462,7 @@ async def _feed(
     cursor: tuple[Any, ...] = _START
     now = datetime.now(UTC)
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             bar = progress.add_task("replaying", total=total)
             while True:
                 page = {**params, "limit": batch, **{f"c_{n}": v for n, v in zip(
@@ -416,18 +479,18 @@ async def _feed(
         await repo.close()
 
 
-async def _index_copy(target: str, root: Path, embedder: Embedder, batch: int) -> int:
+async def index_copy(target: str, root: Path, embedder: Embedder, batch: int) -> int:
     """Index whatever the copy marks pending (this run's versions, or a killed run's), once
     every event is recorded: each version is embedded once, with its final derived state."""
     repo = await PostgresMemoryRepository.connect(target)
     index = rv.copy_index(root, embedder.dimension)
-    indexer = Indexer(repo, index, embedder, _Silent())
+    indexer = Indexer(repo, index, embedder, Silent())
     done = 0
     try:
         async with rv.connect(target) as conn:
-            pending = await _count(conn, "SELECT count(*) FROM memory_versions WHERE op = "
+            pending = await count(conn, "SELECT count(*) FROM memory_versions WHERE op = "
                                    "'UPSERT' AND (indexed_at IS NULL OR index_dirty)")  # fmt: skip
-        with _progress() as progress:
+        with progress_bar() as progress:
             bar = progress.add_task("indexing", total=pending)
             while indexed := await indexer.sweep(limit=batch):
                 done += indexed

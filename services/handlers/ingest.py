@@ -45,6 +45,9 @@ class Envelope:
     key: bytes | None
     value: bytes | None
     position: Position
+    # When memstream received it: None for live ingestion (the clock's now); a replay sets the
+    # original moment, which is then both the transaction time and the "now" of validation.
+    received_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -62,7 +65,7 @@ class Ingestor:
         self,
         repo: MemoryRepository,
         sink: ChangeSink,
-        indexer: Indexer,
+        indexer: Indexer | None,
         decode: Callable[[bytes], Mapping[str, Any]],
         clock: Callable[[], datetime],
         backoff: Backoff | None = None,
@@ -80,7 +83,8 @@ class Ingestor:
         report = BatchReport()
         for envelope in envelopes:
             await self._handle_one(envelope, report)
-        await self._indexer.submit(report.recorded)
+        if self._indexer is not None:  # None: the versions stay pending for a sweep
+            await self._indexer.submit(report.recorded)
         return report
 
     async def _handle_one(self, envelope: Envelope, report: BatchReport) -> None:
@@ -92,10 +96,12 @@ class Ingestor:
                 raw = self._decode(envelope.value)
             except Exception as exc:  # the decoder may raise anything for garbage
                 raise DecodeError(str(exc) or type(exc).__name__) from exc
-            event = validate_event(raw, self._clock())
+            event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
-                lambda: self._repo.record(event, raw or {}, envelope.position, self._clock()),
+                lambda: self._repo.record(
+                    event, raw or {}, envelope.position, envelope.received_at or self._clock()
+                ),
                 self._backoff,
             )
         except DecodeError as exc:
