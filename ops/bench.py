@@ -244,6 +244,11 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_query(bench_query(args.memories, args.questions))
         return 0
+    if args.what == "replay":
+        from ops.bench_replay import bench_replay, print_replay
+
+        print_replay(bench_replay(args.versions))
+        return 0
     if args.what == "quality":
         from ops.quality.bench import bench_quality_cli
 

@@ -62,14 +62,22 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
 
-    bench = sub.add_parser("bench", help="benchmarks that print figures (ingest, query, quality)")
-    bench.add_argument("what", choices=["ingest", "query", "quality"])
+    bench = sub.add_parser(
+        "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
+    )
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
     )
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
+    bench.add_argument(
+        "--versions",
+        type=int,
+        default=100_000,
+        help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
     quality.add_argument("--locomo-conversations", type=int, help="default all 10")

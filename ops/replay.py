@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import re
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -50,6 +51,7 @@ from ops.migrate import MigrationError, migrate
 from ops.stack import EmbeddedStack, StackError, read_runtime
 from services.adapters.postgres import PostgresMemoryRepository
 from services.domain.errors import InvalidEvent
+from services.domain.model import MemoryEvent
 from services.domain.validation import parse_timestamp, validate_event
 from services.handlers.index import Indexer
 from services.ports import (
@@ -95,6 +97,26 @@ _LAST_DONE = (
     ' ORDER BY l.tenant_id, m.recorded_at DESC, l.topic COLLATE "C" DESC, l."partition" DESC,'
     ' l."offset" DESC, l.event_id COLLATE "C" DESC'
 )
+
+
+_STEP_BACK = (
+    "SELECT " + _KEY + " FROM event_ledger l"
+    " WHERE (%(tenants)s::text[] IS NULL OR l.tenant_id = ANY(%(tenants)s::text[]))"
+    " AND (" + _KEY + ') <= (%(m_at)s, %(m_topic)s, %(m_part)s, %(m_off)s, %(m_tenant)s,'
+    " %(m_event)s) ORDER BY " + _KEY.replace(",", " DESC,") + " DESC OFFSET %(page)s LIMIT 1"
+)  # fmt: skip
+PAGE_MAX = 1024  # events per page of a ledger replay
+WRITERS = 4  # concurrent lanes recording a page (split by memory: per-memory order kept)
+
+
+def _params(options: Options, done: dict[str, Any]) -> dict[str, Any]:
+    """The scope's query parameters: ``done`` is, per tenant, the last event not to replay."""
+    return {
+        "tenants": list(options.tenants) if options.tenants else None,
+        "until": options.until,
+        "page": PAGE_MAX,
+        **{f"d_{n}": [k[i] for k in done.values()] for i, n in enumerate(_KEY_NAMES)},
+    }
 
 
 @dataclass(frozen=True)
@@ -369,18 +391,21 @@ async def replay_ledger(settings: Settings, options: Options) -> None:
                 f"{options.until.isoformat()}",
                 "replay into a fresh --into-schema",
             )
-        params: dict[str, Any] = {
-            "tenants": list(options.tenants) if options.tenants else None,
-            "until": options.until,
-            **{f"d_{n}": [k[i] for k in done.values()] for i, n in enumerate(_KEY_NAMES)},
-        }
-        total = await count(src, "SELECT count(*)" + _SCOPE, params)
+        total = await count(src, "SELECT count(*)" + _SCOPE, _params(options, done))
+        # A killed run may have left holes in its last page (its lanes run side by side): feed
+        # again from one page before the last event the copy holds (duplicates change nothing).
+        if in_scope:
+            last = dict(zip((f"m_{n}" for n in _KEY_NAMES), max(in_scope), strict=True))
+            row = await (await src.execute(_STEP_BACK, {**_params(options, {}), **last})).fetchone()
+            done = {t: min(k, tuple(row)) if row else _START for t, k in done.items()}
+        params = _params(options, done)
         await register_copy(src, dst, options, root)
         already = await count(dst, "SELECT count(*) FROM event_ledger")
         resuming = f" (resuming: {already} events already in the copy)" if already else ""
         out.print(f"replay: {total} events to replay into {options.schema}{resuming}", markup=False)
         started = time.monotonic()
-        await _feed(src, target, params, total, options.batch)
+        await _feed(src, target, params, await count(src, "SELECT count(*)" + _SCOPE, params),
+                    options.batch)  # fmt: skip
         elapsed = time.monotonic() - started
         await keep_transaction_time(dst)
     line = f"replay: {total} events replayed into {options.schema} in {elapsed:.1f} s"
@@ -457,26 +482,44 @@ async def keep_transaction_time(dst: psycopg.AsyncConnection[Any]) -> None:
 async def _feed(
     src: psycopg.AsyncConnection[Any], target: str, params: dict[str, Any], total: int, batch: int
 ) -> None:
-    """Record every event of the scope, in order, through the real write path."""
-    repo = await PostgresMemoryRepository.connect(target)
+    """Record every event of the scope through the real write path: page by page in ledger
+    order, each page by ``WRITERS`` concurrent lanes that split it by memory (so each memory's
+    events keep their order), the next page only once the whole page is recorded."""
+    repo = await PostgresMemoryRepository.connect(target, max_size=WRITERS)
     cursor: tuple[Any, ...] = _START
     now = datetime.now(UTC)
     try:
         with progress_bar() as progress:
             bar = progress.add_task("replaying", total=total)
             while True:
-                page = {**params, "limit": batch, **{f"c_{n}": v for n, v in zip(
+                page = {**params, "limit": min(batch, PAGE_MAX), **{f"c_{n}": v for n, v in zip(
                     _KEY_NAMES, cursor, strict=True)}}  # fmt: skip
                 cur = src.cursor(row_factory=dict_row)
                 rows = await (await cur.execute(_PAGE, page)).fetchall()
                 if not rows:
                     return
+                lanes: list[list[tuple[dict[str, Any], MemoryEvent]]] = [[]] * WRITERS
+                lanes = [[] for _ in lanes]
                 for row in rows:
-                    await _record(repo, row, now)
+                    event = _validated(row, now)
+                    lane = zlib.crc32(f"{event.tenant_id}|{event.memory_key}".encode())
+                    lanes[lane % WRITERS].append((row, event))
+                async with asyncio.TaskGroup() as group:
+                    for items in lanes:
+                        if items:
+                            group.create_task(_record_lane(repo, items))
                 progress.advance(bar, len(rows))
                 cursor = tuple(rows[-1][k] for k in _ROW_KEY)
     finally:
         await repo.close()
+
+
+async def _record_lane(
+    repo: PostgresMemoryRepository, items: list[tuple[dict[str, Any], MemoryEvent]]
+) -> None:
+    for row, event in items:
+        position = Position(row["topic"], row["partition"], row["offset"])
+        await repo.record(event, row["payload"], position, row["received_at"])
 
 
 async def index_copy(target: str, root: Path, embedder: Embedder, batch: int) -> int:
@@ -501,12 +544,9 @@ async def index_copy(target: str, root: Path, embedder: Embedder, batch: int) ->
     return done
 
 
-async def _record(repo: PostgresMemoryRepository, row: dict[str, Any], now: datetime) -> Recorded:
-    raw = row["payload"]
+def _validated(row: dict[str, Any], now: datetime) -> MemoryEvent:
     try:
-        event = validate_event(raw, now)
-        position = Position(row["topic"], row["partition"], row["offset"])
-        return await repo.record(event, raw, position, row["received_at"])
+        return validate_event(row["payload"], now)
     except InvalidEvent as exc:
         raise AdapterError(
             f"ledger event {row['event_id']!r} of {row['tenant_id']!r} cannot be replayed: "
