@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from datetime import timedelta
 from typing import Any
 
 import faust
@@ -118,12 +119,17 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             return
         container = await runtime.container()
         try:
-            report = await container.rescorer.run_once()
+            # Half the period at most: the next tick finds the rest (several workers share it).
+            budget = timedelta(seconds=runtime.settings.rescore_seconds / 2)
+            report = await container.rescorer.catch_up(budget)
         except Exception as exc:  # the next tick tries again; nothing is lost by waiting
             log.warning("rescoring failed: %s", exc)
             return
         if report.changed:
-            log.info("rescored %d of %d due versions", report.changed, report.examined)
+            log.info(
+                "rescored %d of %d due versions in %d runs",
+                report.changed, report.examined, report.runs,
+            )  # fmt: skip
 
     @app.page("/metrics")
     async def metrics(web: Any, request: Any) -> Any:

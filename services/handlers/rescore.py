@@ -8,6 +8,7 @@ cache, and is announced on the scores topic. Rules are read per tenant at run ti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +24,7 @@ from services.ports import Cache, RulesRepository, VectorIndex
 class RescoreReport:
     examined: int
     changed: int
+    runs: int = 1
 
 
 class Rescorer:
@@ -44,6 +46,20 @@ class Rescorer:
         self._clock = clock
         self._period = period
         self._batch = batch
+
+    async def catch_up(self, budget: timedelta) -> RescoreReport:
+        """Bounded runs back to back while the last one was full, for at most ``budget``: a
+        large store is rescored within a period or two, not ``batch`` versions per tick."""
+        started = time.monotonic()
+        examined = changed = runs = 0
+        while True:
+            report = await self.run_once()
+            examined, changed, runs = examined + report.examined, changed + report.changed, runs + 1
+            if (
+                report.examined < self._batch
+                or time.monotonic() - started >= budget.total_seconds()
+            ):
+                return RescoreReport(examined, changed, runs)
 
     async def run_once(self) -> RescoreReport:
         now = self._clock()

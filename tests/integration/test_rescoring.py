@@ -9,8 +9,11 @@ import psycopg
 
 from ops.local import LocalMemstream
 from ops.migrate import migrate
+from services.domain.model import MemoryVersion
+from services.handlers.rescore import Rescorer
 from services.ports import VectorFilter
 from services.settings import Settings
+from tests.conftest import MACHINE_REDIS
 
 
 class FakeClock:
@@ -104,5 +107,49 @@ async def test_rescoring_moves_recency_and_state_as_the_rules_say(
         faster = await rescorer.run_once()
         assert faster.changed >= 1
         assert scores()["note:1"][0] < 1e-6
+    finally:
+        await local.stop()
+
+
+async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    migrate(fresh_pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
+    local = await LocalMemstream.start(settings, clock=clock)
+    try:
+        await local.ingest(
+            [
+                {
+                    "event_id": f"n{i}",
+                    "tenant_id": tenant,
+                    "memory_key": f"note:{i}",
+                    "entity_type": "customer",
+                    "entity_id": f"C-{i}",
+                    "fact_type": "note",
+                    "content": f"Note number {i} about evening deliveries",
+                    "source_system": "crm",
+                    "occurred_at": (start - timedelta(hours=1)).isoformat(),
+                }
+                for i in range(11)
+            ]
+        )
+        announced = []
+
+        async def announce(version: MemoryVersion, scores: object, at: datetime) -> None:
+            announced.append(version.memory_key)
+
+        c = local.container
+        rescorer = Rescorer(c.rules, c.index, c.cache, announce, clock, batch=4)
+        clock.now = start + timedelta(days=3)
+        report = await rescorer.catch_up(timedelta(minutes=1))
+        assert (report.examined, report.changed, report.runs) == (11, 11, 3)
+        assert sorted(announced) == sorted(f"note:{i}" for i in range(11))
+        assert (await rescorer.catch_up(timedelta(minutes=1))).examined == 0
+        # The budget bounds it: one run, then the rest waits for the next tick.
+        clock.now = start + timedelta(days=6)
+        assert (await rescorer.catch_up(timedelta(0))).examined == 4
     finally:
         await local.stop()
