@@ -105,6 +105,12 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "log_level",
         "worker log level: crit|error|warn|info|debug (default warn)",
     ),
+    ("MEMSTREAM_RESCORE_SECONDS", "rescore_seconds", "period of the rescoring timer (default 60)"),
+    (
+        "MEMSTREAM_FETCH_WAIT_MS",
+        "fetch_wait_ms",
+        "worker consumer's longest fetch wait: latency per hop vs idle polling (default 10)",
+    ),
 )
 
 
@@ -122,6 +128,7 @@ class Settings:
     web_port: int = 6066
     log_level: str = "warn"
     rescore_seconds: int = 60
+    fetch_wait_ms: int = 10
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -166,6 +173,7 @@ class Settings:
             app_id=get("MEMSTREAM_APP_ID") or "memstream",
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
+            fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 1, 1_500),
             log_level=level,
         )
 
@@ -180,6 +188,7 @@ class Settings:
             "MEMSTREAM_WEB_PORT": str(self.web_port),
             "MEMSTREAM_LOG_LEVEL": self.log_level,
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
+            "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,

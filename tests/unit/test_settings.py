@@ -75,3 +75,17 @@ def test_every_setting_is_documented_in_the_readme() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for name, _, _ in ENVIRONMENT:
         assert f"`{name}`" in readme, f"{name} is missing from the README's settings table"
+
+
+def test_every_variable_read_is_listed_and_round_trips() -> None:
+    listed = {name for name, _, _ in ENVIRONMENT}
+    resolved = Settings(
+        broker="b:9092",
+        postgres_dsn="dbname=x",
+        redis_url="redis://r",
+        rescore_seconds=7,
+        fetch_wait_ms=3,
+    )
+    env = resolved.to_env()
+    assert set(env) <= listed, set(env) - listed
+    assert Settings.from_env(env) == resolved
