@@ -269,6 +269,11 @@ class Metrics(Protocol):
 
     def indexed(self, versions: int) -> None: ...
 
+    def ingest_lag(self, seconds: float) -> None:
+        """Age of the oldest message of the batch just ingested (published → recorded): the
+        consumer lag in time, which needs no broker offsets (Tansu's latest offsets are wrong)."""
+        ...
+
     def retrieval(self, reply: Mapping[str, Any]) -> None:
         """One reply: its status, gate decision, stage latencies and result trust scores."""
         ...
@@ -284,6 +289,9 @@ class NoMetrics:
         return None
 
     def indexed(self, versions: int) -> None:
+        return None
+
+    def ingest_lag(self, seconds: float) -> None:
         return None
 
     def retrieval(self, reply: Mapping[str, Any]) -> None:

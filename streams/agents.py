@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import faust
@@ -44,6 +44,10 @@ def _headers(raw: Any) -> dict[str, bytes]:
     return {str(k): (v if isinstance(v, bytes) else str(v).encode()) for k, v in items if v}
 
 
+def _published(timestamp: float | None) -> datetime | None:
+    return datetime.fromtimestamp(timestamp, UTC) if timestamp and timestamp > 0 else None
+
+
 def register(app: faust.App, topics: Any, runtime: Any) -> None:
     @app.agent(topics.events, name="memstream.ingest", concurrency=1)
     async def ingest(stream: Any) -> None:
@@ -56,6 +60,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                             e.message.key,
                             e.message.value,
                             Position(e.message.topic, e.message.partition, e.message.offset),
+                            published_at=_published(e.message.timestamp),
                         )
                         for e in events
                     ]

@@ -1,6 +1,7 @@
 """PrometheusMetrics: the ``Metrics`` port on prometheus_client, one registry per worker.
 
 Exposed by the worker at ``/metrics``: events ingested by outcome, dead letters by reason,
+the ingest lag in seconds,
 versions indexed, retrievals by status, gate decisions, latency histograms by stage, the trust
 score distribution of returned results, and the Redis cache's hit / miss / error counters.
 Must not import handlers or streams.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
@@ -52,6 +53,12 @@ class PrometheusMetrics:
             "Versions written to the vector store (points and payload re-syncs)",
             registry=r,
         )
+        self._lag = Gauge(
+            "memstream_ingest_lag_seconds",
+            "Consumer lag in time: age of the oldest message of the last ingested batch"
+            " (published -> recorded)",
+            registry=r,
+        )
         self._retrievals = Counter(
             "memstream_retrievals", "Retrieval replies, by status", ["status"], registry=r
         )
@@ -82,6 +89,9 @@ class PrometheusMetrics:
 
     def indexed(self, versions: int) -> None:
         self._indexed.inc(versions)
+
+    def ingest_lag(self, seconds: float) -> None:
+        self._lag.set(max(0.0, seconds))
 
     def retrieval(self, reply: Mapping[str, Any]) -> None:
         self._retrievals.labels(str(reply.get("status", "error"))).inc()

@@ -48,6 +48,8 @@ class Envelope:
     # When memstream received it: None for live ingestion (the clock's now); a replay sets the
     # original moment, which is then both the transaction time and the "now" of validation.
     received_at: datetime | None = None
+    # When the producer published it (the record's timestamp), for the lag metric.
+    published_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -83,6 +85,9 @@ class Ingestor:
         report = BatchReport()
         for envelope in envelopes:
             await self._handle_one(envelope, report)
+        published = [e.published_at for e in envelopes if e.published_at is not None]
+        if published:
+            self._metrics.ingest_lag((self._clock() - min(published)).total_seconds())
         if self._indexer is not None:  # None: the versions stay pending for a sweep
             await self._indexer.submit(report.recorded)
         return report

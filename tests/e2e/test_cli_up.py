@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import urllib.request
 from pathlib import Path
@@ -78,6 +79,8 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert 'memstream_retrievals_total{status="ok"} 1.0' in metrics
         assert 'memstream_retrieval_latency_ms_count{stage="total"} 1.0' in metrics
         assert 'memstream_cache_requests_total{kind="reply",outcome="miss"}' in metrics
+        lag = re.search(r"^memstream_ingest_lag_seconds (\S+)$", metrics, re.M)
+        assert lag is not None and 0 < float(lag[1]) < 60, metrics  # published → recorded
         children = up.descendants()
         assert any("tansu" in " ".join(c.cmdline()) for c in children)
         assert _postgres_running_on(data_dir)
