@@ -123,33 +123,39 @@ class PostgresMemoryRepository:
     async def _record(
         self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
     ) -> Recorded:
-        async with self._pool.connection() as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(
+        # Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
+        # writes and the commit in another (9 round trips → 2 for a new version).
+        async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+            await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"{event.tenant_id}\x1f{event.memory_key}",),
             )
-            await cur.execute(
+            ledger = conn.cursor(row_factory=dict_row)
+            await ledger.execute(
                 "SELECT outcome, version_id::text AS version_id FROM event_ledger"
                 " WHERE tenant_id = %s AND event_id = %s",
                 (event.tenant_id, event.event_id),
             )
-            seen = await cur.fetchone()
-            if seen is not None:
-                await cur.execute(
-                    f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE version_id = %s",
-                    (seen["version_id"],),
-                )
-                row = await cur.fetchone()
-                assert row is not None, f"ledger names missing version {seen['version_id']}"
-                return Recorded(row_to_version(row), (), seen["outcome"], duplicate=True)
-            await cur.execute(
+            versions = conn.cursor(row_factory=dict_row)
+            await versions.execute(
                 f"SELECT {VERSION_COLUMNS} FROM memory_versions"
                 " WHERE tenant_id = %s AND memory_key = %s",
                 (event.tenant_id, event.memory_key),
             )
-            chain = [row_to_version(r) for r in await cur.fetchall()]
+            seen = await ledger.fetchone()
+            chain = [row_to_version(r) for r in await versions.fetchall()]
+            if seen is not None:  # a redelivery: its version, usually in this very chain
+                known = [v for v in chain if str(v.version_id) == seen["version_id"]]
+                if not known:  # the event id was reused with another memory_key
+                    await versions.execute(
+                        f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE version_id = %s",
+                        (seen["version_id"],),
+                    )
+                    known = [row_to_version(r) for r in await versions.fetchall()]
+                assert known, f"ledger names missing version {seen['version_id']}"
+                return Recorded(known[0], (), seen["outcome"], duplicate=True)
             placement = place_event(chain, event, recorded_at)  # InvalidEvent → rollback
+            cur = conn.cursor()
             new = placement.version
             await cur.execute(
                 "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING",
