@@ -187,4 +187,8 @@ async def build(
 
 
 async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:
-    return await asyncio.to_thread(SentenceTransformerEmbedder.load, resolve_model_path(settings))
+    return await asyncio.to_thread(
+        SentenceTransformerEmbedder.load,
+        resolve_model_path(settings),
+        threads=settings.embed_threads or None,
+    )

@@ -107,6 +107,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     ),
     ("MEMSTREAM_RESCORE_SECONDS", "rescore_seconds", "period of the rescoring timer (default 60)"),
     (
+        "MEMSTREAM_EMBED_THREADS",
+        "embed_threads",
+        "torch threads of the worker's batch embedding (0: torch's default, all cores)",
+    ),
+    (
         "MEMSTREAM_FETCH_WAIT_MS",
         "fetch_wait_ms",
         "worker consumer's longest fetch wait: latency per hop vs idle polling (default 10)",
@@ -129,6 +134,7 @@ class Settings:
     log_level: str = "warn"
     rescore_seconds: int = 60
     fetch_wait_ms: int = 10
+    embed_threads: int = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -174,6 +180,7 @@ class Settings:
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 1, 1_500),
+            embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
             log_level=level,
         )
 
@@ -189,6 +196,7 @@ class Settings:
             "MEMSTREAM_LOG_LEVEL": self.log_level,
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
+            "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,

@@ -15,11 +15,14 @@ from typing import Any
 
 from services.ports import AdapterError
 
+SMALL_BATCH = 2  # at most this many texts are encoded on one thread
+
 
 class SentenceTransformerEmbedder:
-    def __init__(self, model: Any, batch_size: int = 64) -> None:
+    def __init__(self, model: Any, batch_size: int = 64, threads: int | None = None) -> None:
         self._model = model
         self._batch_size = batch_size
+        self._threads = threads  # torch intra-op threads for batches; None: torch's default
         self._lock = asyncio.Lock()
         get_dimension = getattr(model, "get_embedding_dimension", None)
         get_dimension = get_dimension or model.get_sentence_embedding_dimension
@@ -29,7 +32,9 @@ class SentenceTransformerEmbedder:
         self._dimension = int(dimension)
 
     @classmethod
-    def load(cls, path: Path, batch_size: int = 64) -> SentenceTransformerEmbedder:
+    def load(
+        cls, path: Path, batch_size: int = 64, threads: int | None = None
+    ) -> SentenceTransformerEmbedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -42,13 +47,29 @@ class SentenceTransformerEmbedder:
             model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except Exception as exc:
             raise AdapterError(f"cannot load the embedding model from {path}: {exc}") from exc
-        return cls(model, batch_size)
+        return cls(model, batch_size, threads)
 
     @property
     def dimension(self) -> int:
         return self._dimension
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
+        # A query or two: one intra-op thread. Waking torch's thread pool from a worker thread
+        # costs more than it saves on a single short text, and in a busy worker the pool's
+        # second thread competes with the consumer's: measured 8 ms vs 12.5-22 ms for one query.
+        threads = 1 if len(texts) <= SMALL_BATCH else self._threads
+        if threads is None:
+            return self._encode(texts)
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)  # per calling thread; restored for the next caller
+        try:
+            return self._encode(texts)
+        finally:
+            torch.set_num_threads(before)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._model.encode(
             list(texts),
             batch_size=self._batch_size,
