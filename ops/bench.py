@@ -182,6 +182,7 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
             done = int(row[0]) if row else 0
             out.print(f"  {done} / {events}", end="\r")
             if done >= events:
+                out.print()
                 return
             time.sleep(1.0)
     raise RuntimeError(f"not every event was ingested within {timeout:.0f} s")

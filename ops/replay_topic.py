@@ -18,7 +18,8 @@ time the ``received_at`` the source ledger recorded for that position (else the 
   ``record`` is idempotent on event_id, so what the ledger holds already changes nothing and what
   it lost is recorded again; the running worker's index sweep embeds the new versions.
 
-Resumable: a partition restarts after the last offset the target holds for it.
+Resumable: a partition restarts after the last offset the target holds for it (so a copy grows
+forward: replay another tenant's events of the same offsets into a fresh schema).
 """
 
 from __future__ import annotations
