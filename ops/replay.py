@@ -1,5 +1,7 @@
 """``memstream replay``: rebuild derived state from the Postgres ledger, and verify it.
 
+(``--from-topic`` reads the events topic by explicit offset ranges instead: ``ops.replay_topic``.)
+
 Postgres (``event_ledger`` + ``memory_versions``) is the source of truth; this module rebuilds
 what derives from it and checks the result (checksums: ``ops.replay_verify``).
 
@@ -18,11 +20,14 @@ what derives from it and checks the result (checksums: ``ops.replay_verify``).
   Vectors go to a separate Qdrant Edge root (``--into-vectors``, default
   ``DATA_DIR/replay-NAME``) unless ``--no-vectors``. The copy keeps the source's received_at in
   its own ledger and its parameters in a ``replay_meta`` table.
-- Resumable: ``record`` is idempotent on event_id, and a restart starts, per tenant, after the
-  last event the copy holds (its own ledger joined to its versions, whose recorded_at is the
-  source's received_at). Vectors are written once every event is recorded, from what the copy
-  marks pending (so each version is embedded once, with its final is_current / valid_to, and a
-  killed run's leftovers are indexed by the next). Re-running later catches the copy up.
+- Pages of the ledger are recorded in ``WRITERS`` lanes split by memory (each memory's events in
+  order), the next page once the whole page is in.
+- Resumable: ``record`` is idempotent on event_id, and a restart starts, per tenant, one page
+  before the last event the copy holds (its own ledger joined to its versions, whose recorded_at
+  is the source's received_at): a killed run's lanes may have left holes in its last page.
+  Vectors are written once every event is recorded, from what the copy marks pending (so each
+  version is embedded once, with its final is_current / valid_to, and a killed run's leftovers
+  are indexed by the next). Re-running later catches the copy up.
 - ``--verify``: only compare (exit 0 when identical, 1 otherwise): the copy against the live
   state (as known at ``--until``), or with ``--index`` the live index against Postgres.
 """
