@@ -24,6 +24,7 @@ forward: replay another tenant's events of the same offsets into a fresh schema)
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
@@ -149,9 +150,9 @@ class TopicReplayReport:
 class TopicReader:
     """Reads explicit offset ranges of one topic (no consumer group, nothing committed)."""
 
-    def __init__(self, broker: str, topic: str, ranges: Sequence[OffsetRange]) -> None:
+    def __init__(self, broker: str, topic: str) -> None:
         self._topic = topic
-        self._ranges = {r.partition: r for r in ranges}
+        self._ranges: dict[int, OffsetRange] = {}
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=broker,
             group_id=None,
@@ -164,23 +165,29 @@ class TopicReader:
         self._open: set[int] = set()
         self._last_seen = time.monotonic()
 
-    async def start(self) -> None:
+    async def open(self, partitions: Sequence[int]) -> None:
+        """Connect; refuse, in one line, a topic or a partition the broker does not have."""
         await self._consumer.start()
         known = self._consumer.partitions_for_topic(self._topic)
+        problem = None
         if known is None:
-            await self._consumer.stop()
-            raise StackError(
+            problem = StackError(
                 "replay", f"the broker has no topic {self._topic}",
                 "name the topic the events were published to (--topic), or replay from the "
                 "ledger (without --from-topic)",
             )  # fmt: skip
-        missing = sorted(set(self._ranges) - set(known))
-        if missing:
-            await self._consumer.stop()
-            raise StackError(
+        elif missing := sorted(set(partitions) - set(known)):
+            problem = StackError(
                 "replay", f"topic {self._topic} has no partition {missing[0]}",
                 f"its partitions are {', '.join(map(str, sorted(known)))}",
             )  # fmt: skip
+        if problem is not None:
+            await self.stop()
+            raise problem
+
+    def read(self, ranges: Sequence[OffsetRange]) -> None:
+        """Read these ranges from now on (``next_batch``)."""
+        self._ranges = {r.partition: r for r in ranges}
         parts = [TopicPartition(self._topic, p) for p in self._ranges]
         self._consumer.assign(parts)
         for tp in parts:
@@ -189,7 +196,14 @@ class TopicReader:
         self._last_seen = time.monotonic()
 
     async def stop(self) -> None:
-        await self._consumer.stop()
+        try:
+            await self._consumer.stop()
+        except asyncio.CancelledError:
+            # aiokafka cancels its own committed-offsets task on a stop right after a start,
+            # and that cancellation escapes stop(); only a cancellation of ours goes on.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
 
     async def next_batch(self, size: int) -> dict[int, list[Any]]:
         """The next records of the open ranges by partition; {} once every range is read."""
@@ -312,14 +326,7 @@ async def replay_topic(settings: Settings, options: Options) -> None:
         )  # fmt: skip
     source = settings.postgres_dsn
     topic = options.topic or settings.topics.events
-    root = None
-    if options.into_live:
-        target, name = source, "the live store"
-    else:
-        assert options.schema is not None
-        target = await rp.prepare_copy(source, options.into_dsn or source, options.schema)
-        root, name = rp.copy_root(settings, options), options.schema
-    async with rv.connect(source) as src, rv.connect(target) as dst:
+    async with rv.connect(source) as src:
         if options.tenants:
             await rv.tenants_of(src, options.tenants)  # an unknown tenant is an error
         explicit = parse_ranges(options.offsets)
@@ -330,30 +337,44 @@ async def replay_topic(settings: Settings, options: Options) -> None:
                 " ranges with --offsets PARTITION:FIRST-LAST", markup=False,
             )  # fmt: skip
             return
-        if not options.into_live:
-            await rp.register_copy(src, dst, options, root)
-        held = await held_offsets(dst, topic)
-        ranges = [
-            OffsetRange(r.partition, max(r.first, held.get(r.partition, -1) + 1), r.last)
-            for r in wanted
-        ]
-        ranges = [r for r in ranges if r.last is None or r.first <= r.last]
-        origin = "--offsets" if explicit else "the ledger"
-        resumed = " (resuming after the offsets it holds)" if any(
-            held.get(r.partition, -1) >= r.first for r in wanted) else ""  # fmt: skip
-        plan = ", ".join(str(r) for r in ranges) or "nothing left"
-        rp.out.print(
-            f"replay: reading {topic} offsets {plan} (ranges from {origin}) into {name}{resumed}",
-            markup=False,
-        )
-        total = sum(r.last - r.first + 1 for r in ranges if r.last is not None)
-        started = time.monotonic()
-        report = TopicReplayReport()
-        if ranges:
-            report = await _read_all(settings.broker, topic, ranges, src, target, options, total)
-        elapsed = time.monotonic() - started
-        if not options.into_live:
-            await rp.keep_transaction_time(dst)
+        reader = TopicReader(settings.broker, topic)
+        await reader.open([r.partition for r in wanted])  # before anything is created
+        try:
+            root = None
+            if options.into_live:
+                target, name = source, "the live store"
+            else:
+                assert options.schema is not None
+                target = await rp.prepare_copy(source, options.into_dsn or source, options.schema)
+                root, name = rp.copy_root(settings, options), options.schema
+            async with rv.connect(target) as dst:
+                if not options.into_live:
+                    await rp.register_copy(src, dst, options, root)
+                held = await held_offsets(dst, topic)
+                ranges = [
+                    OffsetRange(r.partition, max(r.first, held.get(r.partition, -1) + 1), r.last)
+                    for r in wanted
+                ]
+                ranges = [r for r in ranges if r.last is None or r.first <= r.last]
+                origin = "--offsets" if explicit else "the ledger"
+                resumed = " (resuming after the offsets it holds)" if any(
+                    held.get(r.partition, -1) >= r.first for r in wanted) else ""  # fmt: skip
+                plan = ", ".join(str(r) for r in ranges) or "nothing left"
+                rp.out.print(
+                    f"replay: reading {topic} offsets {plan} (ranges from {origin}) into "
+                    f"{name}{resumed}", markup=False,
+                )  # fmt: skip
+                total = sum(r.last - r.first + 1 for r in ranges if r.last is not None)
+                started = time.monotonic()
+                report = TopicReplayReport()
+                if ranges:
+                    reader.read(ranges)
+                    report = await _read_all(reader, topic, src, target, options, total)
+                elapsed = time.monotonic() - started
+                if not options.into_live:
+                    await rp.keep_transaction_time(dst)
+        finally:
+            await reader.stop()
     line = (
         f"replay: {report.read} messages read from {topic} into {name} in {elapsed:.1f} s"
         f" · recorded {report.recorded} · duplicates {report.duplicates} · dead-lettered "
@@ -369,9 +390,8 @@ async def replay_topic(settings: Settings, options: Options) -> None:
 
 
 async def _read_all(
-    broker: str,
+    reader: TopicReader,
     topic: str,
-    ranges: list[OffsetRange],
     src: psycopg.AsyncConnection[Any],
     target: str,
     options: Options,
@@ -379,8 +399,6 @@ async def _read_all(
 ) -> TopicReplayReport:
     from ops import replay as rp
 
-    reader = TopicReader(broker, topic, ranges)
-    await reader.start()
     repo = await PostgresMemoryRepository.connect(target)
     try:
         with rp.progress_bar() as progress:
@@ -392,4 +410,3 @@ async def _read_all(
             )  # fmt: skip
     finally:
         await repo.close()
-        await reader.stop()

@@ -178,3 +178,14 @@ def test_misuse_is_one_line_and_exit_2(ingested: Ingested, args: list[str], mess
     code, output = ingested.cli(*args)
     lines = output.strip().splitlines()
     assert code == 2 and len(lines) == 1 and message in lines[0], output
+
+
+def test_a_partition_the_topic_lacks_is_refused_before_anything_is_created(
+    ingested: Ingested,
+) -> None:
+    name = ingested.schema()
+    code, output = ingested.cli("--from-topic", "--into-schema", name, "--offsets", "99:0-1")
+    lines = output.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "has no partition 99" in lines[0], output
+    exists = "SELECT count(*) FROM pg_namespace WHERE nspname = %s"
+    assert ingested.setup.sql(exists, name) == [(0,)]
