@@ -39,7 +39,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from ops.stack import StackError
 from schemas.codec import CodecError, decode
 from services.adapters.postgres import PostgresMemoryRepository
-from services.handlers.ingest import BatchReport, Envelope, Ingestor
+from services.handlers.ingest import BatchReport, Envelope, Ingestor, epoch_moment
 from services.ports import Position
 from services.settings import Settings
 
@@ -275,10 +275,9 @@ async def feed_topic(
             moments = await _moments(source, topic, partition, [m.offset for m in messages])
             envelopes = []
             for message in messages:
-                at = moments.get(message.offset)
-                if at is None:  # not in the source: the broker's time, at worst now
-                    at = datetime.fromtimestamp(message.timestamp / 1000, UTC) if (
-                        message.timestamp and message.timestamp > 0) else now  # fmt: skip
+                # Not in the source: the broker's time, at worst now.
+                broker_time = epoch_moment((message.timestamp or 0) / 1000)
+                at = moments.get(message.offset) or broker_time or now
                 if not _in_scope(message.value, at, tenants, until):
                     report.skipped += 1
                     continue

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import faust
 
-from services.handlers.ingest import Envelope
+from services.handlers.ingest import Envelope, epoch_moment
 from services.ports import Position
 
 log = logging.getLogger(__name__)
@@ -44,10 +44,6 @@ def _headers(raw: Any) -> dict[str, bytes]:
     return {str(k): (v if isinstance(v, bytes) else str(v).encode()) for k, v in items if v}
 
 
-def _published(timestamp: float | None) -> datetime | None:
-    return datetime.fromtimestamp(timestamp, UTC) if timestamp and timestamp > 0 else None
-
-
 def register(app: faust.App, topics: Any, runtime: Any) -> None:
     @app.agent(topics.events, name="memstream.ingest", concurrency=1)
     async def ingest(stream: Any) -> None:
@@ -60,7 +56,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                             e.message.key,
                             e.message.value,
                             Position(e.message.topic, e.message.partition, e.message.offset),
-                            published_at=_published(e.message.timestamp),
+                            published_at=epoch_moment(e.message.timestamp),
                         )
                         for e in events
                     ]

@@ -63,7 +63,7 @@ class SentenceTransformerEmbedder:
         import torch
 
         before = torch.get_num_threads()
-        torch.set_num_threads(threads)  # per calling thread; restored for the next caller
+        torch.set_num_threads(threads)  # restored below; embed() runs one call at a time
         try:
             return self._encode(texts)
         finally:

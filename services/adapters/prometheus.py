@@ -1,9 +1,9 @@
 """PrometheusMetrics: the ``Metrics`` port on prometheus_client, one registry per worker.
 
-Exposed by the worker at ``/metrics``: events ingested by outcome, dead letters by reason,
-the ingest lag in seconds,
-versions indexed, retrievals by status, gate decisions, latency histograms by stage, the trust
-score distribution of returned results, and the Redis cache's hit / miss / error counters.
+Exposed by the worker at ``/metrics``: events ingested by outcome, dead letters by reason, the
+ingest lag in seconds, versions indexed, retrievals by status, gate decisions, latency histograms
+by stage, the trust score distribution of returned results, and the Redis cache's hit / miss /
+error counters.
 Must not import handlers or streams.
 """
 

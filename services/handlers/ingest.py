@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from services.domain.errors import InvalidEvent
@@ -38,6 +38,17 @@ STORAGE_REJECTED = "storage_rejected"
 
 class DecodeError(Exception):
     """Raised by the injected decoder for bytes that are not a MemoryEvent."""
+
+
+def epoch_moment(seconds: float | None) -> datetime | None:
+    """A record timestamp (seconds since the epoch) in UTC; None when it is absent or out of
+    range — a producer's bad clock must never stop a worker."""
+    if not seconds or seconds <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
