@@ -5,7 +5,10 @@ Implements ``services.ports.MemoryQueries`` with psycopg 3 (async, pooled) over 
 candidates come from three indexes (the 'simple' tsvector, pg_trgm on ``search_text`` for exact
 terms, and CJK uni/bigrams from migration 0002, since the tsvector does not segment Chinese),
 then only those candidates are scored by the weighted fraction of query terms they contain
-(see ``keyword_search``). Every statement is scoped by tenant_id. SQL is built with
+(see ``keyword_search``). A word or gram found in more than ``BROAD_AFTER`` of the tenant's versions
+("customer", "order") still counts in the score but no longer makes candidates by itself: its
+frequency per tenant is counted once (capped, through the same indexes) and kept for
+``FREQUENCY_TTL_S``. Every statement is scoped by tenant_id. SQL is built with
 ``psycopg.sql`` composition and parameters, never by formatting user text. Driver errors become
 ``TransientError`` / ``AdapterError`` (``postgres.translate``). Must not import handlers or
 streams.
@@ -14,8 +17,10 @@ streams.
 from __future__ import annotations
 
 import re
+import time
 import uuid
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +37,11 @@ from services.ports import KeywordHit, VectorFilter
 EXACT_WEIGHT = 3
 WORD_WEIGHT = 1
 CJK_WEIGHT = 1
+# Candidates: words and grams from the rarest up while their versions add up to at most this
+# (the rarest always); exact terms always. Scoring still counts every term.
+BROAD_AFTER = 1_000
+FREQUENCY_TTL_S = 300.0  # how long a term's frequency in a tenant is reused
+FREQUENCY_CACHE_SIZE = 50_000  # (tenant, term) pairs kept
 
 # Han (with extension A and compatibility ideographs), Hiragana, Katakana, Hangul syllables.
 # Must stay equal to the ranges of cjk_grams() in ops/migrations/0002_cjk_grams.sql.
@@ -141,10 +151,32 @@ def _filters(tenant_id: str, flt: VectorFilter, params: dict[str, Any]) -> list[
 
 
 def _needs_trigrams(term: str) -> bool:
-    """Whether an exact term needs the trigram index besides the tsvector: ids, model numbers
-    and phrases, which the text-search parser splits or glues to CJK neighbours ("订单号A-1001").
-    A plain word (a colour, "hdmi") is left to the tsvector; pg_trgm needs three characters."""
-    return len(term) >= 3 and not (term.isascii() and term.isalpha())
+    """Whether an exact term needs the trigram index: one the text-search parser cannot keep
+    whole (a phrase, a quoted string with spaces or symbols). A word-shaped term — a colour,
+    "hdmi", an id such as "xr-500" or "c-12" — is left to the tsvector, which since migration
+    0005 also finds it between Chinese words; ILIKE for those made the planner scan the whole
+    tenant wherever pg_trgm could not serve the pattern. pg_trgm needs three characters."""
+    return len(term) >= 3 and _WORD.fullmatch(term) is None
+
+
+def generators(
+    terms: Sequence[Term], frequencies: Mapping[str, int], budget: int = BROAD_AFTER
+) -> list[Term]:
+    """The terms whose matches become candidates: every exact term, then words and grams from
+    the rarest up (unknown frequencies first) while their frequencies add up to at most
+    ``budget``. Without an exact term the rarest word or gram is always taken, so that a query
+    of broad words still finds the versions that contain all of them."""
+    chosen = [t for t in terms if t.exact]
+    loose = sorted(
+        (t for t in terms if not t.exact), key=lambda t: (frequencies.get(t.text, 0), t.text)
+    )
+    spent = 0
+    for term in loose:
+        spent += frequencies.get(term.text, 0)
+        if spent > budget and chosen:
+            break
+        chosen.append(term)
+    return chosen
 
 
 def _candidates(
@@ -203,8 +235,17 @@ class Search:
     total: int  # the weight of every term: score = found / total
 
 
-def build_search(tenant_id: str, query: str, flt: VectorFilter, limit: int) -> Search | None:
+def build_search(
+    tenant_id: str,
+    query: str,
+    flt: VectorFilter,
+    limit: int,
+    frequencies: Mapping[str, int] | None = None,
+    budget: int = BROAD_AFTER,
+) -> Search | None:
     """The keyword-search statement for ``query``; None when there is nothing to search.
+    ``frequencies`` (versions of the tenant per term) select the terms that make candidates
+    (``generators`` within ``budget``); without them every term does.
 
     Exposed so that tests can EXPLAIN it.
     """
@@ -213,7 +254,8 @@ def build_search(tenant_id: str, query: str, flt: VectorFilter, limit: int) -> S
         return None
     params: dict[str, Any] = {"limit": limit}
     filters = sql.SQL(" AND ").join(_filters(tenant_id, flt, params))
-    candidates = _candidates(terms, filters, params)
+    chosen = generators(terms, frequencies, budget) if frequencies is not None else terms
+    candidates = _candidates(chosen, filters, params)
     if not candidates:
         return None
     found = sql.SQL(" + ").join(_found(term, i, params) for i, term in enumerate(terms))
@@ -236,9 +278,12 @@ def build_search(tenant_id: str, query: str, flt: VectorFilter, limit: int) -> S
 class PostgresMemoryQueries:
     """``MemoryQueries`` over the repository's pool (tenant-scoped, read only)."""
 
-    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+    def __init__(self, pool: AsyncConnectionPool[Any], *, broad_after: int = BROAD_AFTER) -> None:
         self._pool = pool
+        self._broad_after = broad_after
         self._tenants: set[str] = set()  # known tenants; tenants are never deleted
+        # (tenant, term) → (versions containing it, capped at broad_after + 1; when counted)
+        self._frequencies: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
 
     async def known_tenant(self, tenant_id: str) -> bool:
         if tenant_id in self._tenants:
@@ -273,18 +318,86 @@ class PostgresMemoryQueries:
         word or number ("red" is not found in "reduced", "xr-500" not in "xr-5000") — else 0.
         1 means every term was found; candidates scoring 0 are dropped. No ts_rank blending:
         equal scores are ordered by version_id, so results are deterministic.
+
+        Broad terms: a word or gram in more than ``BROAD_AFTER`` versions of the tenant makes
+        no candidates of its own (``generators``) — a version that contains only such words
+        is found only if it contains a rarer term too — unless ``flt`` names anchors or a
+        time window, which narrow the candidates by themselves. Measured at 10,000 versions where
+        "customer" is in every one: 25 → 2 ms for a question about one customer.
         """
-        built = build_search(tenant_id, query, flt, limit)
-        if built is None:
+        terms = query_terms(query)
+        if not terms or limit <= 0:
             return []
         try:
             async with self._pool.connection() as conn:
+                # Narrowed to entities or a time window, the filter finds the candidates itself:
+                # every term counts within it. Otherwise the tenant's frequencies decide.
+                narrowed = bool(flt.anchors) or flt.window is not None
+                frequencies = (
+                    None if narrowed else await self._frequencies_of(conn, tenant_id, terms)
+                )
+                built = build_search(tenant_id, query, flt, limit, frequencies, self._broad_after)
+                if built is None:
+                    return []
                 # Never a generic plan: estimates and constant folding need the actual terms.
                 cur = await conn.execute(built.statement, built.params, prepare=False)
                 rows = await cur.fetchall()
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"keyword search for tenant {tenant_id!r}") from exc
         return [KeywordHit(vid, min(1.0, found / built.total)) for vid, found in rows if found > 0]
+
+    async def term_frequencies(self, tenant_id: str, query: str) -> dict[str, int]:
+        """Versions of ``tenant_id`` containing each word or gram of ``query`` (capped at
+        ``broad_after`` + 1): what ``keyword_search`` passes to ``build_search``."""
+        try:
+            async with self._pool.connection() as conn:
+                return await self._frequencies_of(conn, tenant_id, query_terms(query))
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"counting terms for tenant {tenant_id!r}") from exc
+
+    async def _frequencies_of(
+        self, conn: psycopg.AsyncConnection[Any], tenant_id: str, terms: Sequence[Term]
+    ) -> dict[str, int]:
+        """From the cache, or counted in one statement through the indexes the candidates
+        use (each count stops at the cap)."""
+        now = time.monotonic()
+        known: dict[str, int] = {}
+        missing: list[Term] = []
+        for term in terms:
+            if term.exact or not (term.gram or _WORD.fullmatch(term.text)):
+                continue
+            cached = self._frequencies.get((tenant_id, term.text))
+            if cached is not None and now - cached[1] < FREQUENCY_TTL_S:
+                self._frequencies.move_to_end((tenant_id, term.text))
+                known[term.text] = cached[0]
+            else:
+                missing.append(term)
+        if not missing:
+            return known
+        params: dict[str, Any] = {"tenant": tenant_id, "cap": self._broad_after + 1}
+        counts = []
+        for i, term in enumerate(missing):
+            params[f"f{i}"] = term.text
+            match = (
+                sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
+                if term.gram
+                else sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
+            ).format(sql.Placeholder(f"f{i}"))
+            counts.append(
+                sql.SQL(
+                    "SELECT {i}, count(*) FROM (SELECT 1 FROM memory_versions WHERE"
+                    " tenant_id = %(tenant)s AND op = 'UPSERT' AND {match} LIMIT %(cap)s) AS s"
+                ).format(i=sql.Literal(i), match=match)
+            )
+        cur = await conn.execute(sql.SQL(" UNION ALL ").join(counts), params, prepare=False)
+        for i, count in await cur.fetchall():
+            term = missing[i]
+            known[term.text] = int(count)
+            self._frequencies[(tenant_id, term.text)] = (int(count), now)
+            self._frequencies.move_to_end((tenant_id, term.text))
+        while len(self._frequencies) > FREQUENCY_CACHE_SIZE:
+            self._frequencies.popitem(last=False)
+        return known
 
     async def versions(self, tenant_id: str, version_ids: Sequence[str]) -> list[MemoryVersion]:
         """The versions of ``tenant_id`` among ``version_ids``, in the order asked; ids of other

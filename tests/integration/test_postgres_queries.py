@@ -19,7 +19,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.adapters.postgres import PostgresMemoryRepository, search_text
-from services.adapters.postgres_queries import PostgresMemoryQueries, build_search, query_terms
+from services.adapters.postgres_queries import (
+    PostgresMemoryQueries,
+    Term,
+    build_search,
+    generators,
+    query_terms,
+)
 from services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from services.ports import KeywordHit, Position, VectorFilter
 
@@ -269,6 +275,51 @@ async def test_known_tenant(
     assert await queries.known_tenant(f"nobody-{uuid.uuid4().hex}") is False
 
 
+def test_generators_take_exact_terms_then_the_rarest_words_within_the_budget() -> None:
+    exact, rare, mid, broad = (
+        Term("xr-500", 3, exact=True),
+        Term("kettle", 1),
+        Term("blue", 1),
+        Term("order", 1),
+    )
+    frequencies = {"kettle": 2, "blue": 7, "order": 11}
+    assert generators([broad, mid, rare, exact], frequencies, 10) == [exact, rare, mid]
+    assert generators([broad, mid, rare, exact], frequencies, 5) == [exact, rare]
+    # Without an exact term, the rarest word always makes candidates, whatever its frequency.
+    assert generators([broad, mid], frequencies, 5) == [mid]
+    assert generators([broad, Term("new", 1)], frequencies, 5) == [Term("new", 1)]  # unknown: 0
+
+
+async def test_broad_words_score_but_make_no_candidates_of_their_own(
+    repo: PostgresMemoryRepository, tenant: str
+) -> None:
+    queries = PostgresMemoryQueries(repo.pool, broad_after=3)
+    common = [await put(repo, tenant, f"order shipped to customer {i}") for i in range(5)]
+    target = await put(repo, tenant, "order A-77 for customer kettle")
+    assert await queries.term_frequencies(tenant, "order kettle customer") == {
+        "order": 4,  # counted up to broad_after + 1
+        "customer": 4,
+        "kettle": 1,
+    }
+    # An exact id: the versions that have only the broad words are not even candidates.
+    hits = await queries.keyword_search(tenant, "order A-77", CURRENT, 10)
+    assert ids(hits) == [target.version_id] and hits[0].score == 1.0
+    # Broad words only: the rarest still makes candidates, and every term is scored.
+    hits = await queries.keyword_search(tenant, "order shipped", CURRENT, 10)
+    assert set(ids(hits)[:5]) == {v.version_id for v in common}
+    assert [h.score for h in hits] == [1.0] * 5 + [0.5] and ids(hits)[5] == target.version_id
+    # Narrowed to an entity, every term makes candidates within it.
+    anchored = VectorFilter(anchors=("customer:C-1",))
+    assert len(await queries.keyword_search(tenant, "order A-99", anchored, 10)) == 6
+    # Without the frequencies (every term a generator), the same query finds them all.
+    built = build_search(tenant, "order A-99", CURRENT, 10)
+    assert built is not None
+    async with repo.pool.connection() as conn:
+        rows = await (await conn.execute(built.statement, built.params)).fetchall()
+    assert len(rows) == 6
+    assert await queries.keyword_search(tenant, "order A-99", CURRENT, 10) == []
+
+
 async def test_scores_ties_limits_and_hostile_queries(
     repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
 ) -> None:
@@ -393,7 +444,9 @@ async def test_latency_for_ten_thousand_versions(
             start = time.perf_counter()
             await queries.keyword_search(tenant, query, flt, 40)
             timings.append((time.perf_counter() - start) * 1000)
-        built = build_search(tenant, query, flt, 40)
+        narrowed = bool(flt.anchors) or flt.window is not None
+        frequencies = None if narrowed else await queries.term_frequencies(tenant, query)
+        built = build_search(tenant, query, flt, 40, frequencies)
         assert built is not None
         async with repo.pool.connection() as conn:
             cur = await conn.execute(
