@@ -97,7 +97,14 @@ def bench_query(memories: int, count: int) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     data_dir.chmod(0o755)
     base = Settings.from_env()
-    settings = Settings(data_dir=data_dir, model_path=base.model_path, web_port=0)
+    settings = Settings(
+        data_dir=data_dir,
+        model_path=base.model_path,
+        web_port=0,
+        fetch_wait_ms=base.fetch_wait_ms,
+        fetch_wait_active_ms=base.fetch_wait_active_ms,
+        embed_threads=base.embed_threads,
+    )
     tenant = f"bench-{uuid.uuid4().hex[:6]}"
     stack = EmbeddedStack(settings)
     resolved = stack.start()

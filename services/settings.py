@@ -116,6 +116,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "fetch_wait_ms",
         "worker consumer's longest fetch wait: latency per hop vs idle polling (default 10)",
     ),
+    (
+        "MEMSTREAM_FETCH_WAIT_ACTIVE_MS",
+        "fetch_wait_active_ms",
+        "the same while retrieval requests flow (30 s after the last one; default 2)",
+    ),
 )
 
 
@@ -134,6 +139,7 @@ class Settings:
     log_level: str = "warn"
     rescore_seconds: int = 60
     fetch_wait_ms: int = 10
+    fetch_wait_active_ms: int = 2
     embed_threads: int = 0
 
     @classmethod
@@ -180,6 +186,7 @@ class Settings:
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 1, 1_500),
+            fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 1, 1_500),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
             log_level=level,
         )
@@ -196,6 +203,7 @@ class Settings:
             "MEMSTREAM_LOG_LEVEL": self.log_level,
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
+            "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
         }
         optional = {

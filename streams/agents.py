@@ -18,6 +18,7 @@ import faust
 
 from services.handlers.ingest import Envelope, epoch_moment
 from services.ports import Position
+from streams import transport
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         # at its client; nothing is written).
         async for event in stream.events():
             message = event.message
+            transport.pace().activity()  # poll fast while requests flow
             try:
                 container = await runtime.container()
                 assert container.responder is not None

@@ -37,7 +37,7 @@ class Topics:
 def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
-    transport.register(settings.fetch_wait_ms)
+    transport.register(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
     return faust.App(
         settings.app_id,
         broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],

@@ -136,6 +136,10 @@ def score_candidates(
     if weights.use_active_entities:
         anchors = (*anchors, *(a for a in request.active_entities if a not in anchors))
     keyword_divisor = scale_to_unit(c.keyword_score for c in live if c.keyword_score is not None)
+    # Cross-validation compares a candidate with those about the same entity and fact only.
+    peers: dict[tuple[str, str, str], list[Candidate]] = {}
+    for c in live:
+        peers.setdefault((c.entity_type, c.entity_id, c.fact_type), []).append(c)
 
     scored: list[ScoredResult] = []
     for candidate in live:
@@ -151,7 +155,10 @@ def score_candidates(
             recency=matter_recency(candidate, at, rules),
             binding=binding.score,
             state=verdict.score,
-            cross_validation=cross_validation(candidate, live),
+            cross_validation=cross_validation(
+                candidate,
+                peers[(candidate.entity_type, candidate.entity_id, candidate.fact_type)],
+            ),
         )
         trust = trust_score(components, profile)
         scores = Scores(

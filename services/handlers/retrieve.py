@@ -2,8 +2,9 @@
 
 validate → (deadline) → known tenant → gate → reply cache → embed ‖ keyword search → vector
 search (anchored and open) → fetch versions (tenant-scoped) → score, arbitrate, render (pure
-domain) → cache. Every stage is timed into ``latency_ms``. A bad request gets an error reply;
-an outage of the cache only costs computation. Must not import drivers, streams or adapters.
+domain) → cache (in the background, once the reply is returned). Every stage is timed into
+``latency_ms``. A bad request gets an error reply; an outage of the cache only costs computation.
+Must not import drivers, streams or adapters.
 """
 
 from __future__ import annotations
@@ -195,6 +196,7 @@ class Retriever:
         self._decode = decode_reply
         self._config = config or RetrievalConfig()
         self._in_flight = 0
+        self._tasks: set[asyncio.Future[None]] = set()
 
     @property
     def load(self) -> float:
@@ -269,11 +271,16 @@ class Retriever:
             "error": None,
             "served_at": now,
         }
-        if self._encode is not None:
-            await self._cache.put_reply(request.tenant_id, key, self._encode(reply))
-        timer.lap("cache_store")
         reply["latency_ms"] = timer.done()
+        if self._encode is not None:
+            # Stored once the reply is on its way: the client does not wait for the cache.
+            self._background(self._cache.put_reply(request.tenant_id, key, self._encode(reply)))
         return reply
+
+    def _background(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)  # a strong reference until done
+        task.add_done_callback(self._tasks.discard)
 
     async def _cached_reply(self, tenant_id: str, key: str) -> dict[str, Any] | None:
         if self._decode is None:

@@ -162,6 +162,34 @@ def test_superseded_spec_newest_wins_and_as_of_gets_the_old_one(stack: Any, tena
     assert then["results"][0]["valid_to"] is not None
 
 
+def test_a_repeated_request_is_answered_from_the_reply_cache(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "warranty:K2",
+                "The K2 kettle has a two-year warranty.",
+                ago=10 * DAY,
+                entity="product:K2",
+                fact="product_spec",
+                source="catalog",
+            )
+        ],
+    )
+    first = ask(setup, "how long is the K2 warranty?", tenant)
+    assert "cache_hit" not in first["latency_ms"] and "embed" in first["latency_ms"]
+    # The reply is stored after it is sent: the next identical request finds it.
+    second = ask(setup, "how long is the K2 warranty?", tenant)
+    assert second["latency_ms"].get("cache_hit") == 1.0, second["latency_ms"]
+    assert "embed" not in second["latency_ms"]
+    assert second["request_id"] != first["request_id"]
+    assert second["results"] == first["results"]
+    other = ask(setup, "how long is the K2 warranty?", tenant, limit=3)  # another question
+    assert "cache_hit" not in other["latency_ms"]
+
+
 def test_retracted_forum_post_vs_official_document(stack: Any, tenant: str) -> None:
     setup, _ = stack
     post = memory(
