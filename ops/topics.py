@@ -15,14 +15,17 @@ class TopicError(RuntimeError):
     pass
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout: float = 10.0) -> list[str]:
-    """Create the missing topics; return the names created now."""
+def ensure_topics(
+    bootstrap: str, topics: dict[str, int], timeout: float = 10.0, *, strict: bool = True
+) -> list[str]:
+    """Create the missing topics; return the names created now. ``strict``: an existing topic
+    with another partition count is an error (else it is left as it is)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     existing = admin.list_topics(timeout=timeout).topics
     wrong = {
         name: len(existing[name].partitions)
         for name, partitions in topics.items()
-        if name in existing and len(existing[name].partitions) != partitions
+        if strict and name in existing and len(existing[name].partitions) != partitions
     }
     if wrong:
         raise TopicError(

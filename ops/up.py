@@ -35,6 +35,14 @@ def prepare(settings: Settings) -> None:
     assert settings.postgres_dsn is not None and settings.broker is not None
     migrate(settings.postgres_dsn)
     ensure_topics(settings.broker, settings.topics.all())
+    # Faust's leader-election topic: Faust reads its partition 0 only, but Tansu auto-creates
+    # it with 4, and every partition the worker holds is in each of its fetches (Tansu takes
+    # ~0.1 ms per partition per fetch: 1.3 ms at 16 partitions, on every request's way in).
+    ensure_topics(settings.broker, {leader_topic(settings): 1}, strict=False)
+
+
+def leader_topic(settings: Settings) -> str:
+    return f"{settings.app_id}-__assignor-__leader"
 
 
 def _check_web_port(settings: Settings) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import psutil
 
 from ops.stack import free_port
+from ops.topics import partition_counts
 from tests.e2e.processes import Process, run_cli, wait_gone
 
 
@@ -39,6 +40,10 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert seconds > 0
         for part in ("broker 127.0.0.1:", "postgres postgresql://", "redis redis://", "vectors "):
             assert part in ready
+        broker = re.search(r"broker (127\.0\.0\.1:\d+)", ready)
+        assert broker is not None
+        # Faust's leader topic has the one partition Faust reads, not Tansu's default four.
+        assert partition_counts(broker[1])["memstream-__assignor-__leader"] == 1
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
             health = json.loads(reply.read())
         assert reply.status == 200
