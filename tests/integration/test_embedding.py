@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
+from services.adapters.embedding import (
+    BatchingEmbedder,
+    SentenceTransformerEmbedder,
+    TracedEncoder,
+)
 
 
 @pytest.fixture(scope="module")
@@ -43,3 +47,41 @@ async def test_concurrent_queries_share_model_calls_and_get_their_own_vectors(
     assert batching.model_calls == 1 + 3
     # Several texts at once bypass the coalescing and are one batch of their own.
     assert len(await batching.embed(texts[:3])) == 3 and batching.model_calls == 4
+
+
+async def test_the_bundled_model_runs_traced_and_gives_the_eager_vectors(
+    embedder: SentenceTransformerEmbedder, model_path: Path
+) -> None:
+    assert embedder.traced
+    eager = SentenceTransformerEmbedder.load(model_path, trace=False)
+    assert not eager.traced
+    texts = [
+        "ok",
+        "Which USB-C charger did customer C-15 order last?",
+        "订单号A-2002已发货，客户说耳机是红色的",
+        "The K2 kettle has a two-year warranty. " * 40,  # truncated to the model's window
+    ]
+    # One batch (padded to the longest) and one at a time: the same vectors as the eager model.
+    for got in (await embedder.embed(texts), [(await embedder.embed([t]))[0] for t in texts]):
+        for vector, expected in zip(got, await eager.embed(texts), strict=True):
+            assert cosine(vector, expected) > 0.9999
+
+
+def test_a_model_of_another_shape_is_used_eagerly(
+    embedder: SentenceTransformerEmbedder, model_path: Path
+) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling
+    except ImportError:  # sentence-transformers before 6
+        from sentence_transformers.models import Pooling
+
+    bundled = SentenceTransformer(str(model_path), device="cpu", local_files_only=True)
+    cls_pooled = SentenceTransformer(  # the bundled transformer, pooled on [CLS] instead
+        modules=[bundled[0], Pooling(embedder.dimension, pooling_mode="cls")], device="cpu"
+    )
+    assert TracedEncoder.build(cls_pooled) is None
+    other = SentenceTransformerEmbedder(cls_pooled)
+    assert not other.traced
+    assert len(other.embed_sync(["a question"])[0]) == embedder.dimension
