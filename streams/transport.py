@@ -34,9 +34,12 @@ class FetchPace:
     set from the event loop's thread.
     """
 
-    def __init__(self, idle_ms: int = 10, active_ms: int = 2) -> None:
+    def __init__(
+        self, idle_ms: int = 10, active_ms: int = 2, active_for_s: float = ACTIVE_FOR_S
+    ) -> None:
         self.idle_ms = idle_ms
         self.active_ms = min(active_ms, idle_ms)
+        self.active_for_s = active_for_s
         self._consumers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._current = idle_ms
         self._last = 0.0
@@ -51,20 +54,22 @@ class FetchPace:
         self._apply(consumer, self._current)
 
     def activity(self) -> None:
-        """A request arrived: poll fast until none has come for ``ACTIVE_FOR_S``."""
+        """A request arrived: poll fast until none has come for ``active_for_s``."""
         self._last = time.monotonic()
         if self._current != self.active_ms:
             self._set(self.active_ms)
         if self._timer is None and self.active_ms != self.idle_ms:
-            self._timer = asyncio.get_running_loop().call_later(ACTIVE_FOR_S, self._check)
+            self._timer = asyncio.get_running_loop().call_later(self.active_for_s, self._check)
 
     def _check(self) -> None:
         quiet = time.monotonic() - self._last
-        if quiet >= ACTIVE_FOR_S:
+        if quiet >= self.active_for_s:
             self._timer = None
             self._set(self.idle_ms)
         else:
-            self._timer = asyncio.get_running_loop().call_later(ACTIVE_FOR_S - quiet, self._check)
+            self._timer = asyncio.get_running_loop().call_later(
+                self.active_for_s - quiet, self._check
+            )
 
     def _set(self, wait_ms: int) -> None:
         self._current = wait_ms
