@@ -2,13 +2,14 @@
 
 Implements ``services.ports.MemoryQueries`` with psycopg 3 (async, pooled) over the tables that
 ``PostgresMemoryRepository`` writes. Keyword search is the keyword half of hybrid retrieval:
-candidates come from three indexes (the 'simple' tsvector, pg_trgm on ``search_text`` for exact
-terms, and CJK uni/bigrams from migration 0002, since the tsvector does not segment Chinese),
-then only those candidates are scored by the weighted fraction of query terms they contain
-(see ``keyword_search``). A word or gram found in more than ``BROAD_AFTER`` of the tenant's versions
-("customer", "order") still counts in the score but no longer makes candidates by itself: its
-frequency per tenant is counted once (capped, through the same indexes) and kept for
-``FREQUENCY_TTL_S``. Every statement is scoped by tenant_id. SQL is built with
+candidates come from three indexes (the 'simple' tsvector, which since migration 0005 also sees
+words written between Chinese characters; pg_trgm on ``search_text`` for the exact terms the
+parser cannot keep whole; CJK uni/bigrams from migration 0002, since the tsvector does not
+segment Chinese), then only those candidates are scored by the weighted fraction of query terms
+they contain (see ``keyword_search``). A word or gram found in more than ``BROAD_AFTER`` of the
+tenant's versions ("customer", "order") still counts in the score but makes no candidates by
+itself: its frequency per tenant is counted once (capped, through the same indexes) and kept
+for ``FREQUENCY_TTL_S``. Every statement is scoped by tenant_id. SQL is built with
 ``psycopg.sql`` composition and parameters, never by formatting user text. Driver errors become
 ``TransientError`` / ``AdapterError`` (``postgres.translate``). Must not import handlers or
 streams.
@@ -37,8 +38,8 @@ from services.ports import KeywordHit, VectorFilter
 EXACT_WEIGHT = 3
 WORD_WEIGHT = 1
 CJK_WEIGHT = 1
-# Candidates: words and grams from the rarest up while their versions add up to at most this
-# (the rarest always); exact terms always. Scoring still counts every term.
+# Candidates: exact terms always, then words and grams from the rarest up while their versions
+# add up to at most this (without an exact term, the rarest always). Every term is scored.
 BROAD_AFTER = 1_000
 FREQUENCY_TTL_S = 300.0  # how long a term's frequency in a tenant is reused
 FREQUENCY_CACHE_SIZE = 50_000  # (tenant, term) pairs kept
@@ -304,10 +305,10 @@ class PostgresMemoryQueries:
         """UPSERT versions of ``tenant_id`` that pass ``flt`` and match ``query``, best first
         (ties by version_id), at most ``limit``.
 
-        Candidates (through the indexes): ``tsv`` matches any word of the query, or
-        ``search_text`` ILIKE an exact term that is not a plain word (ids, model numbers,
-        phrases: the parser splits them, or glues them to Chinese neighbours), or
-        ``cjk_grams(search_text)`` shares a CJK uni/bigram with the query. Each candidate is
+        Candidates (through the indexes): ``tsv`` matches a word of the query (ids and model
+        numbers included), or ``search_text`` ILIKE an exact term the parser cannot keep whole
+        (a phrase, a quoted string), or ``cjk_grams(search_text)`` shares a CJK uni/bigram with
+        the query. Each candidate is
         then scored, in [0, 1]:
 
             score = Σ w(t)·found(t) / Σ w(t)   over the distinct query terms t
@@ -322,8 +323,9 @@ class PostgresMemoryQueries:
         Broad terms: a word or gram in more than ``BROAD_AFTER`` versions of the tenant makes
         no candidates of its own (``generators``) — a version that contains only such words
         is found only if it contains a rarer term too — unless ``flt`` names anchors or a
-        time window, which narrow the candidates by themselves. Measured at 10,000 versions where
-        "customer" is in every one: 25 → 2 ms for a question about one customer.
+        time window, which narrow the candidates by themselves. Measured on 10,000 versions
+        where "customer" is in every one, 200 questions about one customer each: p50 27 → 2.4
+        ms, p95 36 → 11 ms.
         """
         terms = query_terms(query)
         if not terms or limit <= 0:

@@ -1,11 +1,21 @@
-"""The worker's fetch pace on a real aiokafka consumer against Tansu."""
+"""Fetch pacing of the worker and the client, on real aiokafka consumers against Tansu."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 
+import pytest
 from aiokafka import AIOKafkaConsumer
 
+from ops.topics import ensure_topics
+from services.settings import Topics
+from streams.client import (
+    IDLE_FETCH_WAIT_MS,
+    PENDING_FETCH_WAIT_MS,
+    MemoryClient,
+    RetrievalTimeout,
+)
 from streams.transport import FetchPace
 
 
@@ -30,3 +40,17 @@ async def test_the_fetch_wait_is_short_while_requests_flow_then_idle_again(broke
     finally:
         await consumer.stop()
     assert FetchPace(idle_ms=5, active_ms=8).active_ms == 5  # never longer than idle
+
+
+async def test_the_client_polls_fast_only_while_a_request_awaits_its_reply(broker: str) -> None:
+    topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
+    ensure_topics(broker, topics.all())
+    async with MemoryClient(broker, topics, timeout=0.5) as client:  # no worker: no reply
+        fetcher = client._consumer._fetcher  # type: ignore[union-attr]
+        assert fetcher._fetch_max_wait_ms == IDLE_FETCH_WAIT_MS
+        asking = asyncio.ensure_future(client.retrieve("where is my order?", "acme"))
+        await asyncio.sleep(0.2)
+        assert fetcher._fetch_max_wait_ms == PENDING_FETCH_WAIT_MS
+        with pytest.raises(RetrievalTimeout):
+            await asking
+        assert fetcher._fetch_max_wait_ms == IDLE_FETCH_WAIT_MS
