@@ -85,3 +85,19 @@ def test_a_model_of_another_shape_is_used_eagerly(
     other = SentenceTransformerEmbedder(cls_pooled)
     assert not other.traced
     assert len(other.embed_sync(["a question"])[0]) == embedder.dimension
+
+
+async def test_a_query_is_embedded_between_the_passes_of_a_batch(
+    embedder: SentenceTransformerEmbedder,
+) -> None:
+    texts = [f"customer C-{i} returned the kettle bought on day {i}" for i in range(160)]
+    batch = asyncio.ensure_future(embedder.embed(texts))  # ten passes of BATCH_SIZE
+    await asyncio.sleep(0.01)  # the batch holds the model
+    (query,) = await embedder.embed(["where is my order?"])
+    assert not batch.done()  # it went before the batch's remaining passes
+    vectors = await batch
+    assert len(vectors) == 160 and len(query) == embedder.dimension
+    # Passes are formed longest first; the vectors still come back in the order asked.
+    for i in (0, 17, 159):
+        (alone,) = await embedder.embed([texts[i]])
+        assert cosine(vectors[i], alone) > 0.9999
