@@ -1,10 +1,10 @@
 """SentenceTransformerEmbedder: texts → unit vectors with a local sentence-transformers model.
 
 The model loads from a directory (the bundled MiniLM by default) with the hub switched off;
-encoding runs in a worker thread so the event loop keeps serving, one batch at a time. A model
-of the usual shape (a transformer, mean pooling, normalisation) runs as one TorchScript graph
-(``TracedEncoder``), checked against the eager model when it loads. Must not import handlers or
-streams.
+encoding runs in a worker thread so the event loop keeps serving, one forward pass at a time,
+queries before the waiting passes of a batch. A model of the usual shape (a transformer, mean
+pooling, normalisation) runs as one TorchScript graph (``TracedEncoder``), checked against the
+eager model when it loads. Must not import handlers or streams.
 """
 
 from __future__ import annotations
