@@ -55,7 +55,9 @@ class TracedEncoder:
             encoder = cls._trace(model)
             if encoder is None:
                 return None
-            expected = model.encode(_PROBES, normalize_embeddings=True, convert_to_numpy=True)
+            expected = model.encode(
+                _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
             got = encoder.encode(_PROBES, batch_size=len(_PROBES))
         except Exception as exc:  # any model this code does not know: the eager path
             log.info("embedding model not traced (%s); using it eagerly", exc)

@@ -95,6 +95,7 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
     assert not wait_gone(children), "a child of `memstream up` outlived it"
     assert not _postgres_running_on(data_dir), "embedded postgres outlived `memstream up`"
     assert "Traceback" not in up.output
+    assert "Batches" not in up.output  # no progress bar of the model's own
 
 
 def _one_clear_error(result: object, *fragments: str) -> None:
