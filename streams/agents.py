@@ -73,8 +73,8 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         # at its client; nothing is written).
         async for event in stream.events():
             message = event.message
-            transport.pace().activity()  # poll fast while requests flow
             try:
+                transport.pace().activity()  # poll fast while requests flow
                 container = await runtime.container()
                 assert container.responder is not None
                 await container.responder.handle(

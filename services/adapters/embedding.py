@@ -34,6 +34,12 @@ _PROBES = [
 ]
 
 
+def _passes(texts: Sequence[str], size: int) -> list[list[int]]:
+    """Indices of ``texts`` in passes of ``size``, longest first (less padding per pass)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 class TracedEncoder:
     """The model's transformer, mean pooling and normalisation traced into one TorchScript graph.
 
@@ -82,7 +88,9 @@ class TracedEncoder:
         config = modules[1].get_config_dict()
         mode = config.get("pooling_mode")
         legacy_mean = config.get("pooling_mode_mean_tokens") and not any(
-            v for k, v in config.items() if k.startswith("pooling_mode_") and "mean" not in k
+            v
+            for k, v in config.items()
+            if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens"
         )
         if mode != "mean" and not legacy_mean:
             return None
@@ -114,11 +122,9 @@ class TracedEncoder:
         """Unit vectors of ``texts`` in order; longest first in batches (less padding)."""
         import torch
 
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         vectors: list[list[float]] = [[] for _ in texts]
         with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                chosen = order[start : start + batch_size]
+            for chosen in _passes(texts, batch_size):
                 batch = self._tokenizer(
                     [texts[i] for i in chosen], max_length=self._max_length, **_PADDED
                 )
@@ -256,10 +262,8 @@ class SentenceTransformerEmbedder:
             return []
         if len(texts) <= SMALL_BATCH:
             return await self._pass(texts, urgent=True)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self._batch_size):
-            chosen = order[start : start + self._batch_size]
+        for chosen in _passes(texts, self._batch_size):
             done = await self._pass([texts[i] for i in chosen], urgent=False)
             for i, vector in zip(chosen, done, strict=True):
                 vectors[i] = vector
