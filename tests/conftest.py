@@ -20,9 +20,9 @@ import pytest
 import redis
 from psycopg.conninfo import make_conninfo
 
-from ops.migrate import migrate
-from ops.stack import EmbeddedStack
-from services.settings import Settings
+from memstream.ops.migrate import migrate
+from memstream.ops.stack import EmbeddedStack
+from memstream.services.settings import Settings
 
 MACHINE_POSTGRES = os.environ.get(
     "MEMSTREAM_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
@@ -146,6 +146,6 @@ def tenant() -> str:
 
 @pytest.fixture(scope="session")
 def model_path() -> Path:
-    from services.bootstrap import resolve_model_path
+    from memstream.services.bootstrap import resolve_model_path
 
     return resolve_model_path(Settings())

@@ -13,16 +13,16 @@ from typing import Any
 import psycopg
 from confluent_kafka import Producer
 
-from ops.ingest_status import Status, wait_for
-from ops.migrate import migrate
-from ops.publish import message_key, to_record
-from ops.stack import free_port
-from ops.topics import ensure_topics
-from schemas.codec import encode
-from services.adapters.qdrant_edge import QdrantEdgeIndex
-from services.domain.validation import validate_event
-from services.ports import VectorFilter
-from services.settings import Settings, Topics
+from memstream.ops.ingest_status import Status, wait_for
+from memstream.ops.migrate import migrate
+from memstream.ops.publish import message_key, to_record
+from memstream.ops.stack import free_port
+from memstream.ops.topics import ensure_topics
+from memstream.schemas.codec import encode
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.domain.validation import validate_event
+from memstream.services.ports import VectorFilter
+from memstream.services.settings import Settings, Topics
 from tests.conftest import unique, with_schema
 from tests.e2e.processes import Process
 

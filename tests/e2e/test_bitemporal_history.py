@@ -8,8 +8,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ops.local import LocalMemstream
-from services.settings import Settings
+from memstream.ops.local import LocalMemstream
+from memstream.services.settings import Settings
 from tests.e2e.processes import run_cli
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from ops.stack import free_port
-from ops.topics import partition_counts
+from memstream.ops.stack import free_port
+from memstream.ops.topics import partition_counts
 from tests.e2e.processes import Process, run_cli, wait_gone
 
 

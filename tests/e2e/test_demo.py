@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psutil
 
-from ops.demo_data import ACME, GLOBEX, history, questions
-from services.domain.validation import validate_event
+from memstream.ops.demo_data import ACME, GLOBEX, history, questions
+from memstream.services.domain.validation import validate_event
 from tests.e2e.processes import run_cli
 
 NOW = datetime.now(UTC)

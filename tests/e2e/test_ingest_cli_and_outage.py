@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ops.migrate import migrate
-from ops.stack import EmbeddedStack
-from ops.topics import ensure_topics
-from services.settings import Settings, Topics
+from memstream.ops.migrate import migrate
+from memstream.ops.stack import EmbeddedStack
+from memstream.ops.topics import ensure_topics
+from memstream.services.settings import Settings, Topics
 from tests.conftest import MACHINE_REDIS, unique
 from tests.e2e.ingest_kit import BASE, IngestSetup, encoded, event, make_setup, produce
 from tests.e2e.processes import run_cli

@@ -23,13 +23,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from ops.local import LocalMemstream
-from ops.migrate import migrate
-from ops.replay_verify import schema_dsn
-from services.adapters.postgres import PostgresMemoryRepository
-from services.adapters.qdrant_edge import QdrantEdgeIndex
-from services.domain.versioning import known_at
-from services.settings import Settings
+from memstream.ops.local import LocalMemstream
+from memstream.ops.migrate import migrate
+from memstream.ops.replay_verify import schema_dsn
+from memstream.services.adapters.postgres import PostgresMemoryRepository
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.domain.versioning import known_at
+from memstream.services.settings import Settings
 from tests.conftest import MACHINE_REDIS, drop_schema, unique, with_schema
 from tests.e2e.ingest_kit import BASE
 from tests.e2e.processes import Process, run_cli

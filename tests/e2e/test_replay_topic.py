@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ops.migrate import migrate
+from memstream.ops.migrate import migrate
 from tests.conftest import drop_schema, unique, with_schema
 from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup, produce
 from tests.e2e.processes import run_cli

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from streams.client import MemoryClient, RetrievalTimeout
+from memstream.streams.client import MemoryClient, RetrievalTimeout
 from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup, produce
 from tests.e2e.processes import Process
 
@@ -500,8 +500,8 @@ def test_200_concurrent_requests_from_several_clients(stack: Any, tenant: str) -
 
 
 def test_timeout_is_a_clear_error(broker: str) -> None:
-    from ops.topics import ensure_topics
-    from services.settings import Topics
+    from memstream.ops.topics import ensure_topics
+    from memstream.services.settings import Topics
 
     topics = Topics(prefix=f"idle-{uuid.uuid4().hex[:8]}.")
     ensure_topics(broker, topics.all())

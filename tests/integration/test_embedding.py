@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.adapters.embedding import (
+from memstream.services.adapters.embedding import (
     BatchingEmbedder,
     SentenceTransformerEmbedder,
     TracedEncoder,

@@ -10,9 +10,9 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Producer
 
-from ops.migrate import Migration, MigrationError, applied, available, migrate
-from ops.topics import TopicError, ensure_topics, partition_counts
-from services.settings import Topics
+from memstream.ops.migrate import Migration, MigrationError, applied, available, migrate
+from memstream.ops.topics import TopicError, ensure_topics, partition_counts
+from memstream.services.settings import Topics
 
 
 def test_migrations_apply_once_and_are_recorded(fresh_pg_dsn: str) -> None:

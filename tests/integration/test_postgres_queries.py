@@ -18,16 +18,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.adapters.postgres import PostgresMemoryRepository, search_text
-from services.adapters.postgres_queries import (
+from memstream.services.adapters.postgres import PostgresMemoryRepository, search_text
+from memstream.services.adapters.postgres_queries import (
     PostgresMemoryQueries,
     Term,
     build_search,
     generators,
     query_terms,
 )
-from services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
-from services.ports import KeywordHit, Position, VectorFilter
+from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
+from memstream.services.ports import KeywordHit, Position, VectorFilter
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 DAY = timedelta(days=1)

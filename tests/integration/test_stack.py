@@ -9,11 +9,11 @@ import psutil
 import psycopg
 import pytest
 
-from ops.health import check_broker, check_postgres, check_redis
-from ops.stack import EmbeddedStack, StackError, read_runtime
-from services.adapters.qdrant_edge import QdrantEdgeIndex
-from services.ports import VectorPoint
-from services.settings import Settings
+from memstream.ops.health import check_broker, check_postgres, check_redis
+from memstream.ops.stack import EmbeddedStack, StackError, read_runtime
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.ports import VectorPoint
+from memstream.services.settings import Settings
 
 
 def _children() -> set[int]:

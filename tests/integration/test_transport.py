@@ -8,15 +8,15 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from ops.topics import ensure_topics
-from services.settings import Topics
-from streams.client import (
+from memstream.ops.topics import ensure_topics
+from memstream.services.settings import Topics
+from memstream.streams.client import (
     IDLE_FETCH_WAIT_MS,
     PENDING_FETCH_WAIT_MS,
     MemoryClient,
     RetrievalTimeout,
 )
-from streams.transport import FetchPace
+from memstream.streams.transport import FetchPace
 
 
 async def test_the_fetch_wait_is_short_while_requests_flow_then_idle_again(broker: str) -> None:

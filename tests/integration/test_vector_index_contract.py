@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from services.adapters.qdrant_edge import QdrantEdgeIndex
-from services.adapters.qdrant_server import QdrantServerIndex
-from services.ports import (
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.adapters.qdrant_server import QdrantServerIndex
+from memstream.services.ports import (
     AdapterError,
     TransientError,
     VectorFilter,
@@ -488,8 +488,8 @@ async def test_edge_data_survives_close_and_reopen(
 _KILLED_WRITER = """
 import asyncio, os, signal, sys, uuid
 from pathlib import Path
-from services.adapters.qdrant_edge import QdrantEdgeIndex
-from services.ports import VectorPoint
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.ports import VectorPoint
 
 async def main() -> None:
     root, dim, flush, tenant = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]

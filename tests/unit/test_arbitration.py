@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.domain.arbitration import ArbitrationRules, arbitrate, disagree
-from services.domain.errors import DomainError
-from services.domain.model import Anchor
-from services.domain.query import Candidate, ScoredResult, Scores
-from services.domain.trust import AuthorityTable
+from memstream.services.domain.arbitration import ArbitrationRules, arbitrate, disagree
+from memstream.services.domain.errors import DomainError
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate, ScoredResult, Scores
+from memstream.services.domain.trust import AuthorityTable
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 AUTHORITY = AuthorityTable()
@@ -196,7 +196,7 @@ def test_tenant_authority_and_demotion_factor() -> None:
 
 
 def test_commentary_that_contradicts_a_record_loses_to_it() -> None:
-    from services.domain.arbitration import quantity_clash
+    from memstream.services.domain.arbitration import quantity_clash
 
     assert quantity_clash("easily lasts 20 hours", "battery life: up to 12 hours")
     assert not quantity_clash("lasts 12 hours, as promised", "up to 12 hours")

@@ -13,8 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas import codec
-from schemas.codec import CodecError, SchemaIds, decode, decode_framed, encode, frame, unframe
+from memstream.schemas import codec
+from memstream.schemas.codec import (
+    CodecError,
+    SchemaIds,
+    decode,
+    decode_framed,
+    encode,
+    frame,
+    unframe,
+)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T0 = datetime(2024, 5, 1, 12, 30, 15, 123000, tzinfo=UTC)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.domain.decay import DEFAULT_HALF_LIFE, DecayRules, recency
-from services.domain.errors import DomainError
+from memstream.services.domain.decay import DEFAULT_HALF_LIFE, DecayRules, recency
+from memstream.services.domain.errors import DomainError
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

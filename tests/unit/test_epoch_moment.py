@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.handlers.ingest import epoch_moment
+from memstream.services.handlers.ingest import epoch_moment
 
 
 def test_a_record_timestamp_becomes_a_utc_moment() -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.domain.errors import DomainError
-from services.domain.fusion import (
+from memstream.services.domain.errors import DomainError
+from memstream.services.domain.fusion import (
     DEFAULT_WEIGHTS,
     FusionWeights,
     exact_terms,
@@ -21,8 +21,8 @@ from services.domain.fusion import (
     rrf,
     scale_to_unit,
 )
-from services.domain.model import Anchor
-from services.domain.query import RetrievalRequest
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import RetrievalRequest
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 unit = st.floats(min_value=0.0, max_value=1.0)

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.domain.gating import HIGH_LOAD, GateDecision, find_cues, gate
-from services.domain.model import Anchor
-from services.domain.query import RetrievalRequest
+from memstream.services.domain.gating import HIGH_LOAD, GateDecision, find_cues, gate
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import RetrievalRequest
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -122,7 +122,7 @@ def test_words_inside_other_words_are_not_cues() -> None:
 
 
 def test_first_person_is_a_weak_cue() -> None:
-    from services.domain.gating import FIRST_PERSON, find_cues
+    from memstream.services.domain.gating import FIRST_PERSON, find_cues
 
     cues = find_cues("what music do I like?")
     assert [(c.kind, c.text, c.strong) for c in cues] == [(FIRST_PERSON, "i", False)]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from services.domain.errors import InvalidRequest
-from services.domain.model import Anchor
-from services.domain.query import validate_request
+from memstream.services.domain.errors import InvalidRequest
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import validate_request
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -138,8 +138,8 @@ def test_not_a_mapping() -> None:
 
 
 def test_candidate_from_version_copies_the_scoring_fields() -> None:
-    from services.domain.model import MemoryVersion, Op
-    from services.domain.query import Candidate
+    from memstream.services.domain.model import MemoryVersion, Op
+    from memstream.services.domain.query import Candidate
 
     moment = datetime(2025, 5, 1, tzinfo=UTC)
     version = MemoryVersion(

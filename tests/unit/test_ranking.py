@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.domain.model import Anchor
-from services.domain.query import Candidate, RetrievalRequest, ScoredResult
-from services.domain.ranking import RankingRules, merge_candidates, score_candidates
-from services.domain.trust import TrustProfile
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate, RetrievalRequest, ScoredResult
+from memstream.services.domain.ranking import RankingRules, merge_candidates, score_candidates
+from memstream.services.domain.trust import TrustProfile
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.domain.model import Anchor
-from services.domain.query import Candidate, ScoredResult, Scores
-from services.domain.render import MIN_BLOCK_CHARS, escape, render, render_all, summary_of
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate, ScoredResult, Scores
+from memstream.services.domain.render import MIN_BLOCK_CHARS, escape, render, render_all, summary_of
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 LONG = (

@@ -1,9 +1,9 @@
 from datetime import UTC, datetime, timedelta
 
-from services.domain.decay import DEFAULT_DECAY
-from services.domain.model import MemoryVersion, Op
-from services.domain.rescoring import TimeScores, time_scores
-from services.domain.trust import DEFAULT_STATE_RULES
+from memstream.services.domain.decay import DEFAULT_DECAY
+from memstream.services.domain.model import MemoryVersion, Op
+from memstream.services.domain.rescoring import TimeScores, time_scores
+from memstream.services.domain.trust import DEFAULT_STATE_RULES
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -67,7 +67,7 @@ def test_immaterial_changes_are_not_changes() -> None:
 
 
 def test_a_fresh_version_is_material_only_when_its_state_or_recency_moved() -> None:
-    from services.domain.rescoring import is_material
+    from memstream.services.domain.rescoring import is_material
 
     version = complaint()
     fresh = time_scores(version, T0 + timedelta(hours=1), DEFAULT_DECAY, DEFAULT_STATE_RULES)

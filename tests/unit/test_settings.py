@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from services.settings import ENVIRONMENT, Settings, SettingsError
+from memstream.services.settings import ENVIRONMENT, Settings, SettingsError
 
 
 def test_unset_means_every_embedded_default() -> None:

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.domain.errors import DomainError
-from services.domain.model import Anchor
-from services.domain.query import Candidate
-from services.domain.trust import (
+from memstream.services.domain.errors import DomainError
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate
+from memstream.services.domain.trust import (
     TRUST_FLOOR,
     AuthorityTable,
     StateRules,
@@ -285,7 +285,7 @@ def test_invalid_profiles_are_refused() -> None:
 
 
 def test_open_matters_are_unresolved_complaint_like_memories() -> None:
-    from services.domain.trust import DEFAULT_STATE_RULES, is_open_matter
+    from memstream.services.domain.trust import DEFAULT_STATE_RULES, is_open_matter
 
     def matter(fact_type: str, status: str) -> bool:
         c = candidate(fact_type=fact_type, status=status)

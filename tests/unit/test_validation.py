@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.domain.errors import InvalidEvent
-from services.domain.model import Anchor, MemoryEvent, Op
-from services.domain.validation import (
+from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.model import Anchor, MemoryEvent, Op
+from memstream.services.domain.validation import (
     ABSURD_TIMESTAMP,
     BAD_TIMESTAMP,
     CONTENT_TOO_LARGE,

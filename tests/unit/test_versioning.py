@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.domain.errors import InvalidEvent
-from services.domain.model import MemoryEvent, MemoryVersion, Op, version_id_for
-from services.domain.validation import RETRACT_UNKNOWN_MEMORY
-from services.domain.versioning import (
+from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.model import MemoryEvent, MemoryVersion, Op, version_id_for
+from memstream.services.domain.validation import RETRACT_UNKNOWN_MEMORY
+from memstream.services.domain.versioning import (
     Derived,
     Placement,
     derive_chain,

@@ -1,0 +1,284 @@
+"""``memstream bench ingest``: end-to-end ingest throughput next to the raw model throughput.
+
+Everything runs on this machine in one run: a fresh embedded stack in a temporary data dir, the
+embedding model alone (texts/s), then a real worker process consuming N events published to
+Tansu until every one is versioned in Postgres and indexed in Qdrant Edge (events/s), then the
+latency of the Postgres write transaction (``record``: ledger + version + chain, one
+transaction) measured in-process. Prints the figures; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from memstream.services.settings import Settings
+
+out = Console(highlight=False)
+
+_SUBJECTS = ["order", "return", "complaint", "delivery", "invoice", "subscription", "warranty"]
+_ITEMS = [
+    "XR-500 headphones",
+    "X1 phone",
+    "trail shoes",
+    "coffee grinder",
+    "USB-C charger",
+    "standing desk",
+    "rain jacket",
+    "smart watch",
+    "espresso machine",
+    "backpack",
+]
+_VERBS = [
+    "asked about",
+    "reported a problem with",
+    "requested a refund for",
+    "praised",
+    "ordered",
+    "returned",
+    "was charged twice for",
+    "changed the address for",
+]
+
+
+def synthetic_text(rng: random.Random, n: int) -> str:
+    return (
+        f"Customer C-{rng.randint(1, 5000)} {rng.choice(_VERBS)} the {rng.choice(_ITEMS)} "
+        f"({rng.choice(_SUBJECTS)} #{n}); agent noted follow-up in {rng.randint(1, 14)} days "
+        f"and tagged it {rng.choice(['urgent', 'routine', 'vip', 'billing'])}."
+    )
+
+
+def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, Any]]:
+    rng = random.Random(seed)  # noqa: S311 - synthetic data, not crypto
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    memories = max(1, count // 4)  # ~4 versions per memory: supersession on the hot path
+    return [
+        {
+            "event_id": f"bench-{i}",
+            "tenant_id": tenant,
+            "memory_key": f"m:{i % memories}",
+            "entity_type": "customer",
+            "entity_id": f"C-{i % memories}",
+            "fact_type": "note",
+            "content": synthetic_text(rng, i),
+            "source_system": "crm",
+            "occurred_at": (base + timedelta(seconds=i)).isoformat(),
+        }
+        for i in range(count)
+    ]
+
+
+def start_worker(settings: Settings) -> subprocess.Popen[str]:
+    """A ``memstream worker`` process on resolved settings, returned once it is ready."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+    env.update(settings.to_env())
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "memstream.ops.cli", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert worker.stdout is not None
+    for line in worker.stdout:
+        if "memstream ready" in line:
+            return worker
+    raise RuntimeError("the worker exited before it was ready")
+
+
+def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
+    """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
+    from memstream.ops.publish import make_producer, message_key, to_record
+    from memstream.schemas.codec import encode
+    from memstream.services.domain.validation import validate_event
+
+    producer = make_producer(settings.broker or "")
+    now = datetime.now(UTC)
+    for raw in raws:
+        event = validate_event(raw, now)
+        producer.produce(
+            settings.topics.events,
+            key=message_key(event),
+            value=encode("MemoryEvent", to_record(event)),
+        )
+        producer.poll(0)
+    if producer.flush(60):
+        raise RuntimeError("the broker did not acknowledge every event")
+
+
+@dataclass
+class Figures:
+    model_texts_per_s: float
+    end_to_end_events_per_s: float
+    events: int
+    seconds: float
+    pg_p50_ms: float
+    pg_p95_ms: float
+    pg_p99_ms: float
+
+
+def _model_throughput(settings: Settings, texts: list[str]) -> float:
+    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
+    from memstream.services.bootstrap import resolve_model_path
+
+    embedder = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    embedder.embed_sync(texts[:64])  # warm-up
+    started = time.perf_counter()
+    embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
+    return len(texts) / (time.perf_counter() - started)
+
+
+async def _pg_latency(dsn: str, count: int) -> list[float]:
+    from memstream.services.adapters.postgres import PostgresMemoryRepository
+    from memstream.services.domain.validation import validate_event
+    from memstream.services.ports import Position
+
+    repo = await PostgresMemoryRepository.connect(dsn)
+    tenant = f"bench-pg-{uuid.uuid4().hex[:6]}"
+    samples = []
+    try:
+        for i, raw in enumerate(synthetic_events(tenant, count, seed=2)):
+            event = validate_event(raw, datetime.now(UTC))
+            started = time.perf_counter()
+            await repo.record(event, raw, Position("bench", 0, i), datetime.now(UTC))
+            samples.append((time.perf_counter() - started) * 1000)
+    finally:
+        await repo.close()
+    return samples
+
+
+def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) -> None:
+    """Until ``events`` of ``tenant`` are versioned and indexed (or dead-lettered): one cheap
+    count per second, so that watching costs the worker next to nothing (polling the state of
+    every event twice a second took ~20 % of a core from it)."""
+    import psycopg
+
+    assert settings.postgres_dsn is not None
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(settings.postgres_dsn, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s"
+                " AND (indexed_at IS NOT NULL OR op = 'RETRACT'))"
+                " + (SELECT count(*) FROM dead_letters WHERE tenant_id = %(t)s)",
+                {"t": tenant},
+            ).fetchone()
+            done = int(row[0]) if row else 0
+            out.print(f"  {done} / {events}", end="\r")
+            if done >= events:
+                out.print()
+                return
+            time.sleep(1.0)
+    raise RuntimeError(f"not every event was ingested within {timeout:.0f} s")
+
+
+def bench_ingest(events: int, model_sample: int) -> Figures:
+    from memstream.ops.ingest_status import wait_for
+    from memstream.ops.stack import EmbeddedStack
+    from memstream.ops.up import prepare
+
+    with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
+        base = Settings.from_env()
+        settings = Settings(
+            data_dir=Path(tmp),
+            model_path=base.model_path,
+            web_port=0,
+            embed_threads=base.embed_threads,
+            fetch_wait_ms=base.fetch_wait_ms,
+        )
+        tenant = f"bench-{uuid.uuid4().hex[:6]}"
+        raws = synthetic_events(tenant, events)
+        out.print(f"raw model throughput on {model_sample} texts …")
+        model_rate = _model_throughput(settings, [r["content"] for r in raws[:model_sample]])
+        stack = EmbeddedStack(settings, write_runtime=True)
+        resolved = stack.start()
+        try:
+            prepare(resolved)
+            worker = start_worker(resolved)
+            try:
+                time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
+                out.print(f"publishing and ingesting {events} events end to end …")
+                started = time.perf_counter()
+                publish_events(resolved, raws)
+                _wait_counted(resolved, tenant, events, timeout=3600)
+                seconds = time.perf_counter() - started
+                status = wait_for(resolved, [(tenant, r["event_id"]) for r in raws], timeout=60)
+                if status.pending or status.dead:
+                    raise RuntimeError(f"{len(status.pending)} pending, {len(status.dead)} dead")
+            finally:
+                worker.terminate()
+                worker.wait(60)
+            assert resolved.postgres_dsn is not None
+            samples = asyncio.run(_pg_latency(resolved.postgres_dsn, 2000))
+        finally:
+            stack.stop()
+    cuts = statistics.quantiles(samples, n=100)
+    return Figures(
+        model_rate,
+        events / seconds,
+        events,
+        seconds,
+        statistics.median(samples),
+        cuts[94],
+        cuts[98],
+    )
+
+
+def print_ingest(figures: Figures) -> None:
+    from memstream.services.adapters.embedding import BATCH_SIZE
+
+    table = Table(title="memstream bench ingest", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row(
+        f"embedding model alone (texts/s, batches of {BATCH_SIZE})",
+        f"{figures.model_texts_per_s:.1f}",
+    )
+    table.add_row(
+        f"end to end, {figures.events} events (events/s)", f"{figures.end_to_end_events_per_s:.1f}"
+    )
+    table.add_row(
+        "end to end / model", f"{figures.end_to_end_events_per_s / figures.model_texts_per_s:.0%}"
+    )
+    table.add_row("end-to-end wall time (s)", f"{figures.seconds:.1f}")
+    table.add_row(
+        "Postgres write transaction p50 / p95 / p99 (ms)",
+        f"{figures.pg_p50_ms:.2f} / {figures.pg_p95_ms:.2f} / {figures.pg_p99_ms:.2f}",
+    )
+    out.print(table)
+
+
+def bench(settings: Settings, args: Any) -> int:
+    if args.what == "ingest":
+        print_ingest(bench_ingest(args.events, args.model_sample))
+        return 0
+    if args.what == "query":
+        from memstream.ops.bench_query import bench_query, print_query
+
+        print_query(bench_query(args.memories, args.questions))
+        return 0
+    if args.what == "replay":
+        from memstream.ops.bench_replay import bench_replay, print_replay
+
+        print_replay(bench_replay(args.versions))
+        return 0
+    if args.what == "quality":
+        from memstream.ops.quality.bench import bench_quality_cli
+
+        return bench_quality_cli(args)
+    raise AssertionError(args.what)

@@ -1,0 +1,178 @@
+"""``memstream bench query``: retrieval latency through Kafka next to embed + search alone.
+
+One run, this machine: a fresh embedded stack, one worker process, N memories for one tenant
+(published and ingested), then
+- uncached: distinct questions, one at a time, client send → reply received (MemoryClient);
+- cached: one question repeated (the reply cache answers);
+- the server's time per stage (the replies' ``latency_ms``);
+- alone: embedding the same questions plus one Qdrant Edge top-10 search, in-process, once the
+  worker has released the shard.
+Prints p50 / p95 / p99; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from memstream.ops.bench import publish_events, start_worker, synthetic_events
+from memstream.services.settings import Settings
+
+out = Console(highlight=False)
+
+QUESTIONS = [
+    "what did customer C-{n} return?",
+    "is the complaint of C-{n} about the {item} resolved?",
+    "which {item} did C-{n} order last?",
+    "did C-{n} ask for a refund on the {item}?",
+]
+ITEMS = ["XR-500 headphones", "X1 phone", "trail shoes", "coffee grinder", "USB-C charger"]
+
+
+def questions(count: int) -> list[str]:
+    return [
+        QUESTIONS[i % len(QUESTIONS)].format(n=i + 1, item=ITEMS[i % len(ITEMS)])
+        for i in range(count)
+    ]
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    cuts = statistics.quantiles(samples, n=100)
+    return statistics.median(samples), cuts[94], cuts[98]
+
+
+async def _ask_all(
+    settings: Settings, tenant: str, texts: list[str]
+) -> tuple[list[float], list[dict[str, Any]]]:
+    from memstream.streams.client import MemoryClient
+
+    assert settings.broker is not None
+    times, replies = [], []
+    async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
+        await client.retrieve("warm-up", tenant, force=True)
+        for text in texts:
+            started = time.perf_counter()
+            reply = await client.retrieve(text, tenant, force=True, limit=10)
+            times.append((time.perf_counter() - started) * 1000)
+            replies.append(reply)
+    return times, replies
+
+
+async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[float]:
+    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
+    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+    from memstream.services.bootstrap import resolve_model_path
+    from memstream.services.ports import VectorFilter
+
+    embedder = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    index = QdrantEdgeIndex(settings.vector_root, embedder.dimension)
+    times = []
+    try:
+        embedder.embed_sync(["warm-up"])
+        await index.search(tenant, embedder.embed_sync(["warm-up"])[0], VectorFilter(), 10)
+        for text in texts:
+            started = time.perf_counter()
+            vector = embedder.embed_sync([text])[0]
+            await index.search(tenant, vector, VectorFilter(), 10)
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await index.close()
+    return times
+
+
+def bench_query(memories: int, count: int) -> dict[str, Any]:
+    from memstream.ops.ingest_status import wait_for
+    from memstream.ops.stack import EmbeddedStack
+    from memstream.ops.up import prepare
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
+    data_dir.chmod(0o755)
+    base = Settings.from_env()
+    settings = Settings(
+        data_dir=data_dir,
+        model_path=base.model_path,
+        web_port=0,
+        fetch_wait_ms=base.fetch_wait_ms,
+        fetch_wait_active_ms=base.fetch_wait_active_ms,
+        embed_threads=base.embed_threads,
+    )
+    tenant = f"bench-{uuid.uuid4().hex[:6]}"
+    stack = EmbeddedStack(settings)
+    resolved = stack.start()
+    figures: dict[str, Any] = {"memories": memories, "questions": count}
+    try:
+        prepare(resolved)
+        worker = start_worker(resolved)
+        try:
+            out.print(f"ingesting {memories} memories …")
+            raws = synthetic_events(tenant, memories)
+            for raw in raws:  # one version each: N memories
+                raw["memory_key"] = raw["event_id"]
+            publish_events(resolved, raws)
+            status = wait_for(
+                resolved,
+                [(tenant, r["event_id"]) for r in raws],
+                timeout=3600,
+                console=Console(stderr=True),
+                poll=0.5,
+            )
+            if status.pending:
+                raise RuntimeError(f"{len(status.pending)} events not ingested")
+            texts = questions(count)
+            out.print(f"asking {count} distinct questions, then one repeated {count} times …")
+            uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
+            cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
+        finally:
+            worker.terminate()
+            worker.wait(60)
+        stages: dict[str, list[float]] = defaultdict(list)
+        for reply in replies:
+            for stage, ms in reply["latency_ms"].items():
+                stages[stage].append(ms)
+        figures["uncached"] = percentiles(uncached)
+        figures["cached"] = percentiles(cached)
+        figures["cache_hits"] = sum(1 for r in cached_replies if r["latency_ms"].get("cache_hit"))
+        figures["stages"] = {k: statistics.median(v) for k, v in stages.items()}
+        figures["alone"] = percentiles(asyncio.run(_alone(resolved, tenant, texts)))
+    finally:
+        stack.stop()
+        import shutil
+
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return figures
+
+
+def print_query(figures: dict[str, Any]) -> None:
+    table = Table(
+        title=f"memstream bench query · {figures['memories']} memories, "
+        f"{figures['questions']} questions",
+        title_justify="left",
+    )
+    for column in ("path", "p50 ms", "p95 ms", "p99 ms"):
+        table.add_column(column, justify="right" if column != "path" else "left")
+    for name, key in (
+        ("end to end, uncached (send → reply)", "uncached"),
+        ("end to end, repeated request (reply cache)", "cached"),
+        ("embed query + one vector search, alone", "alone"),
+    ):
+        p50, p95, p99 = figures[key]
+        table.add_row(name, f"{p50:.1f}", f"{p95:.1f}", f"{p99:.1f}")
+    out.print(table)
+    ratio = figures["uncached"][1] / figures["alone"][1]
+    out.print(
+        f"uncached p95 / (embed + search) p95 = {ratio:.2f} · cache hits "
+        f"{figures['cache_hits']}/{figures['questions']}"
+    )
+    out.print(
+        "server stages, median ms: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in figures["stages"].items())
+    )

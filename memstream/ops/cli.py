@@ -1,0 +1,263 @@
+"""The ``memstream`` command line: one sub-command per job, settings from the environment.
+
+Every failure the user can fix ends with one line (``memstream: <part>: <problem>. Fix: …``)
+and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from memstream.services.settings import ENVIRONMENT, Settings, SettingsError
+
+EXIT_CONFIG = 2
+EXIT_FAILED = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    settings_help = "\n".join(f"  {name:<28} {text}" for name, _, text in ENVIRONMENT)
+    parser = argparse.ArgumentParser(
+        prog="memstream",
+        description="memstream: versioned, trust-scored memory for AI agents, over Kafka.",
+        epilog=f"settings (environment variables):\n{settings_help}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    sub.add_parser(
+        "demo",
+        help="the main job: publish a realistic history and show, side by side, what plain "
+        "vector search and memstream answer",
+    )
+    sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
+    sub.add_parser("worker", help="run one more worker against a running stack")
+    sub.add_parser("health", help="check every part of a running stack and print its status")
+
+    publish = sub.add_parser("publish", help="publish MemoryEvents from a JSON-lines file")
+    publish.add_argument("file", type=Path, help="one MemoryEvent JSON object per line")
+    publish.add_argument(
+        "--wait",
+        action="store_true",
+        help="return only when every event is ingested or dead-lettered",
+    )
+    publish.add_argument("--topic", help="topic to publish to (default: the events topic)")
+    publish.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds --wait waits at most (default 900)"
+    )
+
+    ask = sub.add_parser("ask", help="ask memstream a question (or a batch) over Kafka")
+    ask.add_argument("query", nargs="?", help="the question, as an agent would ask it")
+    ask.add_argument("--tenant", help="tenant id (required unless --batch)")
+    ask.add_argument("--user", help="the user / customer the question is about")
+    ask.add_argument("--as-of", dest="as_of", help="valid time: what was true then (ISO)")
+    ask.add_argument("--known-at", dest="known_at", help="transaction time (ISO)")
+    ask.add_argument("--window", nargs=2, metavar=("FROM", "TO"), help="occurred between (ISO)")
+    ask.add_argument("--limit", type=int, default=5, help="results (1-50, default 5)")
+    ask.add_argument("--force", action="store_true", help="skip the gate")
+    ask.add_argument("--json", action="store_true", help="print the reply as JSON")
+    ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
+    ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
+
+    bench = sub.add_parser(
+        "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
+    )
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
+    bench.add_argument("--events", type=int, default=20_000, help="events end to end")
+    bench.add_argument(
+        "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
+    )
+    bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
+    bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
+    bench.add_argument(
+        "--versions",
+        type=int,
+        default=100_000,
+        help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
+    quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
+    quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
+    quality.add_argument("--locomo-conversations", type=int, help="default all 10")
+    quality.add_argument("--locomo-questions", type=int, help="default all (1,982)")
+    quality.add_argument("--sgd-cases", type=int, help="slot chains, default all (2,629)")
+    quality.add_argument("--suites", default="traps,locomo,sgd", help="comma-separated")
+    quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
+    quality.add_argument("--out", default="results", help="report folder root (default results)")
+
+    rules = sub.add_parser("rules", help="a tenant's half-lives and authorities (run time)")
+    rules.add_argument("action", choices=["set", "show"])
+    rules.add_argument("kind", nargs="?", choices=["half_life", "authority"])
+    rules.add_argument("name", nargs="?", help="fact type (half_life) or source (authority)")
+    rules.add_argument("value", nargs="?", help="a duration (3d, 6h) or an authority in (0, 1]")
+    rules.add_argument("--tenant", required=True)
+
+    audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
+    audit.add_argument("request_id")
+    audit.add_argument("--json", action="store_true", help="the logged request and reply as JSON")
+
+    replay = sub.add_parser(
+        "replay",
+        help="rebuild derived state from the Postgres ledger or the events topic (the vector "
+        "index, an audit copy in another schema, lost versions) and verify it",
+    )
+    what = replay.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--index",
+        action="store_true",
+        help="rebuild the live vector index from Postgres (Qdrant Edge: stop the worker first)",
+    )
+    what.add_argument(
+        "--into-schema",
+        dest="into_schema",
+        metavar="NAME",
+        help="replay the ledger into an audit copy in schema NAME (created, migrated; resumable)",
+    )
+    what.add_argument(
+        "--into-live",
+        dest="into_live",
+        action="store_true",
+        help="with --from-topic: record into the live store what its ledger lacks (after a "
+        "restore from an older backup; what it holds already changes nothing)",
+    )
+    replay.add_argument(
+        "--from-topic",
+        dest="from_topic",
+        action="store_true",
+        help="read the events from the events topic by the offset ranges the ledger recorded "
+        "(or --offsets) instead of from the ledger",
+    )
+    replay.add_argument("--topic", help="with --from-topic: the topic (default: the events topic)")
+    replay.add_argument(
+        "--offsets",
+        action="append",
+        metavar="P:FIRST-LAST",
+        help="with --from-topic: offsets FIRST..LAST of partition P (P:FIRST- reads to the "
+        "partition's end; repeatable; default: the ranges the ledger recorded)",
+    )
+    replay.add_argument(
+        "--tenant",
+        action="append",
+        metavar="T",
+        help="only this tenant (repeatable; default: every tenant)",
+    )
+    replay.add_argument(
+        "--until", metavar="ISO", help="only events received up to then (transaction time)"
+    )
+    replay.add_argument(
+        "--into-dsn",
+        dest="into_dsn",
+        metavar="DSN",
+        help="put the copy in this database (default: the live one)",
+    )
+    replay.add_argument(
+        "--into-vectors",
+        dest="into_vectors",
+        metavar="DIR",
+        type=Path,
+        help="Qdrant Edge root of the copy's vectors (default DATA_DIR/replay-NAME)",
+    )
+    replay.add_argument(
+        "--no-vectors", dest="no_vectors", action="store_true", help="the copy without vectors"
+    )
+    replay.add_argument(
+        "--verify",
+        action="store_true",
+        help="only compare, a sha256 per tenant: the copy against the live state, or with "
+        "--index the live index against Postgres (exit 0 identical, 1 not)",
+    )
+    replay.add_argument(
+        "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
+    )
+
+    history = sub.add_parser("history", help="the version chain of one memory")
+    history.add_argument("memory_key")
+    history.add_argument("--tenant", required=True)
+    history.add_argument("--json", action="store_true", help="one JSON object per version")
+    history.add_argument("--as-of", dest="as_of", help="the version true at this time (ISO)")
+    history.add_argument(
+        "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from memstream.ops.stack import StackError
+
+    try:
+        settings = Settings.from_env()
+        sys.exit(_dispatch(args, settings))
+    except SettingsError as exc:
+        print(f"memstream: settings: {exc}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    except StackError as exc:
+        print(f"memstream: {exc}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "demo":
+        from memstream.ops.demo import demo
+
+        return demo(settings)
+    if args.command == "up":
+        from memstream.ops.up import up
+
+        return up(settings)
+    if args.command == "worker":
+        from memstream.ops.up import worker
+
+        return worker(settings)
+    if args.command == "health":
+        from memstream.ops.health import print_health
+
+        return print_health(settings)
+    if args.command == "publish":
+        from memstream.ops.publish import publish
+
+        return publish(settings, args.file, topic=args.topic, wait=args.wait, timeout=args.timeout)
+    if args.command == "ask":
+        from memstream.ops.ask import ask
+
+        return ask(settings, args)
+    if args.command == "bench":
+        from memstream.ops.bench import bench
+
+        return bench(settings, args)
+    if args.command == "rules":
+        from memstream.ops.rules import rules
+
+        if args.action == "set" and not (args.kind and args.name and args.value):
+            raise SystemExit("memstream: rules set needs KIND NAME VALUE")
+        return rules(settings, args)
+    if args.command == "audit":
+        from memstream.ops.audit import audit
+
+        return audit(settings, args.request_id, as_json=args.json)
+    if args.command == "history":
+        from memstream.ops.ask import moment
+        from memstream.ops.history import history
+
+        return history(
+            settings,
+            args.tenant,
+            args.memory_key,
+            as_json=args.json,
+            as_of=moment(args.as_of, "--as-of"),
+            known_at=moment(args.known_at, "--known-at"),
+        )
+    if args.command == "replay":
+        from memstream.ops.replay import options_from, replay
+
+        return replay(settings, options_from(args))
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    main()

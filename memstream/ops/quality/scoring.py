@@ -1,0 +1,196 @@
+"""Scores of a quality run, per suite kind, from the ranked ids every system returned.
+
+- traps: wrong-memory rate per family (``metrics.answer_is_wrong``: the top answer is not right,
+  or a forbidden memory is returned) and over all questions;
+- LoCoMo: recall@1/5/10 and MRR of the evidence turns per category, plus "1-4" over every
+  question of categories 1-4 (the answerable ones; category 5 premises are about the wrong
+  speaker or never happened, so finding their "evidence" is not the goal there);
+- SGD: how often the current value's turn ranks above every superseded one (within the top k),
+  the current turn at rank 1, and a superseded turn at rank 1.
+
+Also collects examples of memstream's misses, with the scores from its replies. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memstream.ops.quality import metrics
+from memstream.ops.quality.runner import REPORTED, SuiteRun
+from memstream.ops.quality.suite import Question
+
+ANSWERABLE = "1-4 (answerable)"
+
+
+@dataclass(slots=True)
+class Scores:
+    traps: dict[str, dict[str, float]] = field(default_factory=dict)  # system → family → rate
+    trap_counts: dict[str, int] = field(default_factory=dict)
+    trap_forbidden: dict[str, int] = field(default_factory=dict)  # system → questions
+    locomo: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # sys→cat→m
+    locomo_counts: dict[str, int] = field(default_factory=dict)
+    sgd: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)  # suite→sys→m
+    sgd_counts: dict[str, int] = field(default_factory=dict)
+    sgd_misses: dict[str, dict[str, int]] = field(default_factory=dict)  # suite → why → count
+    examples: dict[str, list[str]] = field(default_factory=dict)  # suite → lines
+
+    def headline(self) -> dict[str, dict[str, float | None]]:
+        """system → the headline figures (None where a suite did not run)."""
+        rows: dict[str, dict[str, float | None]] = {}
+        for system in REPORTED:
+            locomo = self.locomo.get(system, {}).get(ANSWERABLE, {})
+            rows[system] = {
+                "trap wrong-memory rate ↓": self.traps.get(system, {}).get("all"),
+                "LoCoMo recall@5 (cat. 1-4) ↑": locomo.get("recall@5"),
+                "LoCoMo MRR (cat. 1-4) ↑": locomo.get("MRR"),
+                "SGD current above superseded ↑": self.sgd.get("sgd", {})
+                .get(system, {})
+                .get("current above superseded"),
+                "SGD, turns as separate memories ↑": self.sgd.get("sgd_turns", {})
+                .get(system, {})
+                .get("current above superseded"),
+            }
+        return rows
+
+
+def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
+    parts = []
+    for r in results[:count]:
+        s = r["scores"]
+        parts.append(
+            f"`{r['memory_key']}` v{r['version']} ({r['binding_kind']}, {r['status']}) "
+            f"final {s['final']:.3f} = fused {s['fused']:.3f} (vec {s['vector']:.3f}, kw "
+            f"{s['keyword']:.3f}) × trust {s['trust']:.3f} (auth {s['authority']:.2f}, rec "
+            f"{s['recency']:.3f}, bind {s['binding']:.2f}): “{r['content'][:70]}”"
+        )
+    return "; ".join(parts) if parts else "(no results)"
+
+
+def score_traps(run: SuiteRun, scores: Scores) -> None:
+    questions = run.suite.questions
+    for system in REPORTED:
+        wrong: dict[str, list[bool]] = defaultdict(list)
+        for question, ranked in zip(questions, run.rankings[system], strict=True):
+            verdict = metrics.answer_is_wrong(ranked, question.right, question.forbidden)
+            wrong[question.group].append(verdict)
+            wrong["all"].append(verdict)
+        scores.traps[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
+        scores.trap_forbidden[system] = sum(
+            1
+            for question, ranked in zip(questions, run.rankings[system], strict=True)
+            if question.forbidden.intersection(ranked)
+        )
+    for question in questions:
+        scores.trap_counts[question.group] = scores.trap_counts.get(question.group, 0) + 1
+    scores.trap_counts["all"] = len(questions)
+    lines = []
+    for question, ranked, reply in zip(
+        questions, run.rankings["memstream"], run.replies, strict=True
+    ):
+        if metrics.answer_is_wrong(ranked, question.right, question.forbidden):
+            right = "; ".join(run.texts.get(r, r)[:70] for r in question.right)
+            lines.append(
+                f"{question.group} · “{question.query}” {dict(question.request)} — right: "
+                f"“{right}” — memstream: {_explain(reply)}"
+            )
+    scores.examples["traps"] = lines
+
+
+def _locomo_metrics(pairs: list[tuple[list[str], Question]]) -> dict[str, float]:
+    def avg(values: list[float | None]) -> float:
+        value = metrics.mean(values)
+        return 0.0 if value is None else value
+
+    return {
+        "recall@1": avg([metrics.recall_at_k(r, q.right, 1) for r, q in pairs]),
+        "recall@5": avg([metrics.recall_at_k(r, q.right, 5) for r, q in pairs]),
+        "recall@10": avg([metrics.recall_at_k(r, q.right, 10) for r, q in pairs]),
+        "MRR": avg([metrics.reciprocal_rank(r, q.right) for r, q in pairs]),
+    }
+
+
+def score_locomo(run: SuiteRun, scores: Scores) -> None:
+    questions = run.suite.questions
+    groups = sorted({q.group for q in questions})
+    for system in REPORTED:
+        pairs = list(zip(run.rankings[system], questions, strict=True))
+        table = {g: _locomo_metrics([p for p in pairs if p[1].group == g]) for g in groups}
+        answerable = [p for p in pairs if not p[1].group.startswith("5")]
+        if answerable:
+            table[ANSWERABLE] = _locomo_metrics(answerable)
+        scores.locomo[system] = table
+    for g in groups:
+        scores.locomo_counts[g] = sum(1 for q in questions if q.group == g)
+    scores.locomo_counts[ANSWERABLE] = sum(1 for q in questions if not q.group.startswith("5"))
+    # Where memstream misses the evidence in its top 5 and the best baseline (RRF) finds it.
+    lines: list[str] = []
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for i, question in enumerate(questions):
+        mine = metrics.hit_at_k(run.rankings["memstream"][i], question.right, 5)
+        theirs = metrics.hit_at_k(run.rankings["vector+bm25 RRF"][i], question.right, 5)
+        if mine == 0.0 and theirs == 1.0:
+            tally[question.group][0] += 1
+            if len(lines) < 12 and not question.group.startswith("5"):
+                evidence = "; ".join(run.texts.get(r, r)[:70] for r in question.right)
+                lines.append(
+                    f"{question.group} · “{question.query}” {dict(question.request)} — "
+                    f"evidence: “{evidence}” — memstream: {_explain(run.replies[i], 2)}"
+                )
+        elif mine == 1.0 and theirs == 0.0:
+            tally[question.group][1] += 1
+    summary = [
+        f"{g}: memstream misses / RRF misses (top 5, where the other hits): {a} / {b}"
+        for g, (a, b) in sorted(tally.items())
+    ]
+    scores.examples["locomo"] = summary + lines
+
+
+def score_sgd(run: SuiteRun, scores: Scores) -> None:
+    questions = run.suite.questions
+    table: dict[str, dict[str, float]] = {}
+    for system in REPORTED:
+        above = current1 = stale1 = 0
+        for question, ranked in zip(questions, run.rankings[system], strict=True):
+            above += metrics.current_above_superseded(ranked, question.right, question.stale)
+            current1 += bool(ranked) and ranked[0] in question.right
+            stale1 += bool(ranked) and ranked[0] in question.stale
+        n = len(questions) or 1
+        table[system] = {
+            "current above superseded": above / n,
+            "current at rank 1": current1 / n,
+            "superseded at rank 1": stale1 / n,
+        }
+    scores.sgd[run.suite.name] = table
+    scores.sgd_counts[run.suite.name] = len(questions)
+    lines: list[str] = []
+    why: dict[str, int] = defaultdict(int)
+    for question, ranked, reply in zip(
+        questions, run.rankings["memstream"], run.replies, strict=True
+    ):
+        if metrics.current_above_superseded(ranked, question.right, question.stale):
+            continue
+        if question.right.intersection(ranked):
+            why["a superseded turn ranked above the current one"] += 1
+        elif any(r["binding_kind"] == "none" for r in reply):
+            why["current turn not in the top k; other users' memories are"] += 1
+        else:
+            why["current turn not in the top k; only this user's memories are"] += 1
+        if len(lines) < 6:
+            lines.append(f"“{question.query}” ({question.qid}) — memstream: {_explain(reply)}")
+    scores.sgd_misses[run.suite.name] = dict(why)
+    scores.examples[run.suite.name] = lines
+
+
+def score(runs: Sequence[SuiteRun]) -> Scores:
+    scores = Scores()
+    for run in runs:
+        if run.suite.name == "traps":
+            score_traps(run, scores)
+        elif run.suite.name == "locomo":
+            score_locomo(run, scores)
+        else:
+            score_sgd(run, scores)
+    return scores

@@ -1,0 +1,302 @@
+"""PostgresMemoryRepository: the ledger and the immutable versions in PostgreSQL.
+
+Implements ``services.ports.MemoryRepository`` with psycopg 3 (async, pooled). Every event is
+recorded in one transaction, serialised per memory by an advisory lock, idempotent on
+(tenant_id, event_id). Driver errors become ``TransientError`` (retry) or ``AdapterError``.
+Must not import handlers or streams.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
+from memstream.services.domain.versioning import place_event
+from memstream.services.ports import (
+    AdapterError,
+    DeadLetter,
+    IndexTask,
+    Position,
+    Recorded,
+    TransientError,
+)
+
+VERSION_COLUMNS = (
+    "version_id::text AS version_id, tenant_id, memory_key, version, parent_id::text AS parent_id,"
+    " event_id, entity_type, entity_id, entities, fact_type, content, attributes, source_system,"
+    " status, op, occurred_at, valid_from, valid_to, recorded_at, superseded_at, is_current"
+)
+
+_TRANSIENT_SQLSTATES = {"40001", "40P01", "57P01", "57P02", "57P03", "53300"}
+
+
+def row_to_version(row: Mapping[str, Any]) -> MemoryVersion:
+    return MemoryVersion(
+        version_id=row["version_id"],
+        tenant_id=row["tenant_id"],
+        memory_key=row["memory_key"],
+        version=row["version"],
+        parent_id=row["parent_id"],
+        event_id=row["event_id"],
+        entity_type=row["entity_type"],
+        entity_id=row["entity_id"],
+        fact_type=row["fact_type"],
+        content=row["content"],
+        source_system=row["source_system"],
+        status=row["status"],
+        op=Op(row["op"]),
+        occurred_at=row["occurred_at"],
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        recorded_at=row["recorded_at"],
+        superseded_at=row["superseded_at"],
+        is_current=row["is_current"],
+        entities=tuple(Anchor(a["type"], a["id"]) for a in row["entities"]),
+        attributes=dict(row["attributes"]),
+    )
+
+
+def search_text(version: MemoryVersion) -> str:
+    """What keyword search sees: the content and every attribute value."""
+    values = " ".join(f"{k} {v}" for k, v in sorted(version.attributes.items()))
+    return f"{version.content} {values}".strip()
+
+
+def translate(exc: Exception, what: str) -> AdapterError:
+    """A psycopg / pool error as a TransientError (retry) or an AdapterError (give up)."""
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
+        return TransientError(f"postgres unavailable while {what}: {exc}")
+    if isinstance(exc, psycopg.Error) and exc.sqlstate in _TRANSIENT_SQLSTATES:
+        return TransientError(f"postgres transient failure while {what}: {exc}")
+    return AdapterError(f"postgres failed while {what}: {exc}")
+
+
+class PostgresMemoryRepository:
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, min_size: int = 1, max_size: int = 8
+    ) -> PostgresMemoryRepository:
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            timeout=5.0,
+            kwargs={"autocommit": True},
+            check=AsyncConnectionPool.check_connection,
+            reconnect_timeout=3600.0,
+        )
+        try:
+            await pool.open(wait=True, timeout=10.0)
+        except PoolTimeout as exc:
+            await pool.close()
+            raise TransientError(f"postgres unreachable: {exc}") from exc
+        return cls(pool)
+
+    @property
+    def pool(self) -> AsyncConnectionPool[Any]:
+        return self._pool
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def record(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
+    ) -> Recorded:
+        try:
+            return await self._record(event, raw, position, recorded_at)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(
+                exc, f"recording event {event.event_id!r} of {event.tenant_id!r}"
+            ) from exc
+
+    async def _record(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
+    ) -> Recorded:
+        # Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
+        # writes and the commit in another (9 round trips → 2 for a new version).
+        async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{event.tenant_id}\x1f{event.memory_key}",),
+            )
+            ledger = conn.cursor(row_factory=dict_row)
+            await ledger.execute(
+                "SELECT outcome, version_id::text AS version_id FROM event_ledger"
+                " WHERE tenant_id = %s AND event_id = %s",
+                (event.tenant_id, event.event_id),
+            )
+            versions = conn.cursor(row_factory=dict_row)
+            await versions.execute(
+                f"SELECT {VERSION_COLUMNS} FROM memory_versions"
+                " WHERE tenant_id = %s AND memory_key = %s",
+                (event.tenant_id, event.memory_key),
+            )
+            seen = await ledger.fetchone()
+            chain = [row_to_version(r) for r in await versions.fetchall()]
+            if seen is not None:  # a redelivery: its version, usually in this very chain
+                known = [v for v in chain if str(v.version_id) == seen["version_id"]]
+                if not known:  # the event id was reused with another memory_key
+                    await versions.execute(
+                        f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE version_id = %s",
+                        (seen["version_id"],),
+                    )
+                    known = [row_to_version(r) for r in await versions.fetchall()]
+                assert known, f"ledger names missing version {seen['version_id']}"
+                return Recorded(known[0], (), seen["outcome"], duplicate=True)
+            placement = place_event(chain, event, recorded_at)  # InvalidEvent → rollback
+            cur = conn.cursor()
+            new = placement.version
+            await cur.execute(
+                "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                (event.tenant_id,),
+            )
+            await cur.execute(
+                "INSERT INTO memory_versions (version_id, tenant_id, memory_key, version,"
+                " parent_id, event_id, entity_type, entity_id, entities, anchors, fact_type,"
+                " content, attributes, search_text, source_system, status, op, occurred_at,"
+                " valid_from, valid_to, recorded_at, superseded_at, is_current)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                " %s, %s, %s, %s, %s, %s)",
+                (
+                    new.version_id,
+                    new.tenant_id,
+                    new.memory_key,
+                    new.version,
+                    new.parent_id,
+                    new.event_id,
+                    new.entity_type,
+                    new.entity_id,
+                    json.dumps([{"type": a.type, "id": a.id} for a in new.entities]),
+                    [f"{a.type}:{a.id}" for a in new.anchors],
+                    new.fact_type,
+                    new.content,
+                    json.dumps(dict(new.attributes)),
+                    search_text(new),
+                    new.source_system,
+                    new.status,
+                    new.op.value,
+                    new.occurred_at,
+                    new.valid_from,
+                    new.valid_to,
+                    new.recorded_at,
+                    new.superseded_at,
+                    new.is_current,
+                ),
+            )
+            for old in placement.changed:
+                await cur.execute(
+                    "UPDATE memory_versions SET valid_to = %s, is_current = %s,"
+                    " superseded_at = %s, index_dirty = true WHERE version_id = %s",
+                    (old.valid_to, old.is_current, old.superseded_at, old.version_id),
+                )
+            await cur.execute(
+                "INSERT INTO event_ledger (tenant_id, event_id, memory_key, op, version_id,"
+                ' outcome, topic, "partition", "offset", payload)'
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    event.tenant_id,
+                    event.event_id,
+                    event.memory_key,
+                    event.op.value,
+                    new.version_id,
+                    placement.outcome,
+                    position.topic,
+                    position.partition,
+                    position.offset,
+                    json.dumps(dict(raw), default=str),
+                ),
+            )
+            return Recorded(new, placement.changed, placement.outcome, duplicate=False)
+
+    async def dead_letter(self, letter: DeadLetter) -> None:
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "INSERT INTO dead_letters (reason, detail, tenant_id, event_id, topic,"
+                    ' "partition", "offset", original) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)'
+                    ' ON CONFLICT (topic, "partition", "offset") DO NOTHING',
+                    (
+                        letter.reason,
+                        letter.detail,
+                        letter.tenant_id,
+                        letter.event_id,
+                        letter.position.topic,
+                        letter.position.partition,
+                        letter.position.offset,
+                        letter.original,
+                    ),
+                )
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"dead-lettering {letter.position}") from exc
+
+    async def pending_index(
+        self, keys: Sequence[tuple[str, str]] | None, limit: int
+    ) -> list[IndexTask]:
+        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT'"
+        params: list[Any] = []
+        if keys is not None:
+            if not keys:
+                return []
+            where += (
+                " AND (tenant_id, memory_key) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            params += [[k[0] for k in keys], [k[1] for k in keys]]
+        params.append(limit)
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {VERSION_COLUMNS}, indexed_at IS NULL AS needs_vector"
+                    f" FROM memory_versions WHERE {where} ORDER BY recorded_at LIMIT %s",
+                    params,
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, "listing versions to index") from exc
+        return [IndexTask(row_to_version(r), bool(r["needs_vector"])) for r in rows]
+
+    async def mark_indexed(self, versions: Sequence[MemoryVersion]) -> None:
+        """Mark versions indexed, unless their derived state changed since they were read
+        (then they stay dirty and the next pass re-syncs them)."""
+        if not versions:
+            return
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "UPDATE memory_versions AS m SET indexed_at = clock_timestamp(),"
+                    " index_dirty = false"
+                    " FROM unnest(%s::uuid[], %s::boolean[], %s::timestamptz[]) AS s(id, cur, vt)"
+                    " WHERE m.version_id = s.id AND m.is_current = s.cur"
+                    " AND m.valid_to IS NOT DISTINCT FROM s.vt",
+                    (
+                        [v.version_id for v in versions],
+                        [v.is_current for v in versions],
+                        [v.valid_to for v in versions],
+                    ),
+                )
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"marking {len(versions)} versions indexed") from exc
+
+    async def chain(self, tenant_id: str, memory_key: str) -> list[MemoryVersion]:
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
+                    " WHERE tenant_id = %s AND memory_key = %s ORDER BY version",
+                    (tenant_id, memory_key),
+                )
+                return [row_to_version(r) for r in await cur.fetchall()]
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading memory {memory_key!r} of {tenant_id!r}") from exc

@@ -1,0 +1,143 @@
+"""PostgresRules: per-tenant rules that change at run time, and materialised time scores.
+
+``tenant_rules`` holds half-lives (seconds, per fact type) and authorities (per source); the
+query path reads them on every uncached retrieval and the rescoring timer once per tenant per
+run, so a change takes effect without a restart (no in-process cache: a reply computed with
+stale rules could otherwise be cached again after the tenant's replies were invalidated).
+``version_scores`` holds each current version's recency / state as last rescored; writes are
+guarded (compare-and-set on ``scored_at``) so several workers may rescore at once.
+Must not import handlers or streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memstream.services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.domain.rescoring import TimeScores
+
+KINDS = ("half_life", "authority")
+
+
+class PostgresRules:
+    def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
+        """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant."""
+        try:
+            async with self._pool.connection() as conn:
+                rows = await (
+                    await conn.execute(
+                        "SELECT kind, name, value FROM tenant_rules WHERE tenant_id = %s",
+                        (tenant_id,),
+                    )
+                ).fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading the rules of tenant {tenant_id!r}") from exc
+        table: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+        for kind, name, value in rows:
+            table[kind][name] = float(value)
+        return table
+
+    async def set_rule(self, tenant_id: str, kind: str, name: str, value: float) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"rule kind {kind!r} is not one of {', '.join(KINDS)}")
+        try:
+            async with self._pool.connection() as conn:
+                await conn.execute(
+                    "INSERT INTO tenant_rules (tenant_id, kind, name, value)"
+                    " VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (tenant_id, kind, name) DO UPDATE SET value = EXCLUDED.value,"
+                    " updated_at = clock_timestamp()",
+                    (tenant_id, kind, name.casefold(), value),
+                )
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"setting a rule of tenant {tenant_id!r}") from exc
+
+    async def due(
+        self, stale_before: datetime, limit: int
+    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
+        """Current versions never scored or scored before ``stale_before``, oldest first."""
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    f"SELECT {', '.join('m.' + c.strip() for c in VERSION_COLUMNS.split(','))},"
+                    " s.recency AS s_recency, s.state AS s_state,"
+                    " s.effective_status AS s_status, s.scored_at AS s_scored_at"
+                    " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
+                    " WHERE m.is_current AND (s.scored_at IS NULL OR s.scored_at < %s)"
+                    " ORDER BY s.scored_at NULLS FIRST, m.version_id LIMIT %s",
+                    (stale_before, limit),
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, "listing versions due for rescoring") from exc
+        return [
+            (
+                row_to_version(r),
+                TimeScores(r["s_recency"], r["s_state"], r["s_status"])
+                if r["s_scored_at"] is not None
+                else None,
+                r["s_scored_at"],
+            )
+            for r in rows
+        ]
+
+    async def save(
+        self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
+    ) -> set[str]:
+        """Store the scores where ``scored_at`` is still what was read (another worker may have
+        been first); returns the version_ids written."""
+        scored = [(v, sc, seen) for v, sc, seen in items if seen is not None]
+        fresh = [(v, sc) for v, sc, seen in items if seen is None]
+        written: set[str] = set()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                if scored:  # compare-and-set on scored_at: another worker may have been first
+                    cur = await conn.execute(
+                        "UPDATE version_scores AS s SET recency = u.recency, state = u.state,"
+                        " effective_status = u.status, scored_at = %s"
+                        " FROM unnest(%s::uuid[], %s::float8[], %s::float8[], %s::text[],"
+                        " %s::timestamptz[]) AS u(id, recency, state, status, seen)"
+                        " WHERE s.version_id = u.id AND s.scored_at = u.seen"
+                        " RETURNING s.version_id::text",
+                        (
+                            now,
+                            [v.version_id for v, _, _ in scored],
+                            [sc.recency for _, sc, _ in scored],
+                            [sc.state for _, sc, _ in scored],
+                            [sc.effective_status for _, sc, _ in scored],
+                            [seen for _, _, seen in scored],
+                        ),
+                    )
+                    written |= {row[0] for row in await cur.fetchall()}
+                if fresh:
+                    cur = await conn.execute(
+                        "INSERT INTO version_scores (version_id, tenant_id, recency, state,"
+                        " effective_status, scored_at)"
+                        " SELECT id, tenant, recency, state, status, %s FROM unnest(%s::uuid[],"
+                        " %s::text[], %s::float8[], %s::float8[], %s::text[])"
+                        " AS u(id, tenant, recency, state, status)"
+                        " ON CONFLICT (version_id) DO NOTHING RETURNING version_id::text",
+                        (
+                            now,
+                            [v.version_id for v, _ in fresh],
+                            [v.tenant_id for v, _ in fresh],
+                            [sc.recency for _, sc in fresh],
+                            [sc.state for _, sc in fresh],
+                            [sc.effective_status for _, sc in fresh],
+                        ),
+                    )
+                    written |= {row[0] for row in await cur.fetchall()}
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"saving {len(items)} rescored versions") from exc
+        return written

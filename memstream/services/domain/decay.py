@@ -1,0 +1,84 @@
+"""Decay: how fast a memory stops being news, as a half-life per fact type.
+
+``recency(occurred_at, now, half_life) = exp(−ln2 · age / half_life)``: 1 for a memory that is
+happening now (or dated in the future), 0.5 after one half-life, towards 0 after many. The
+half-lives live in a table (``DecayRules``), overridable per tenant by merging tables.
+Pure: ``now`` is a parameter. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from memstream.services.domain.errors import DomainError
+
+# Why these values: a complaint is about how the customer feels this week; a ticket lives about
+# two; an order matters for a quarter (delivery, returns, warranty questions), a return for two
+# months; stock levels change within hours and prices every couple of weeks; a product spec or an
+# official document stays true for years; forum posts and reviews age in months.
+DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
+    {
+        "complaint": timedelta(days=7),
+        "ticket": timedelta(days=14),
+        "order": timedelta(days=90),
+        "return": timedelta(days=60),
+        "browsing": timedelta(days=30),
+        "page_view": timedelta(days=30),
+        "inventory": timedelta(hours=6),
+        "stock": timedelta(hours=6),
+        "price": timedelta(days=14),
+        "product_spec": timedelta(days=365),
+        "spec": timedelta(days=365),
+        "official_doc": timedelta(days=730),
+        "forum_post": timedelta(days=180),
+        "review": timedelta(days=180),
+        "preference": timedelta(days=365),
+    }
+)
+DEFAULT_HALF_LIFE = timedelta(days=90)
+
+
+def _checked(fact_type: str, half_life: timedelta) -> timedelta:
+    if half_life <= timedelta(0):
+        raise DomainError(f"half-life of fact type {fact_type!r} must be positive, got {half_life}")
+    return half_life
+
+
+@dataclass(frozen=True, slots=True)
+class DecayRules:
+    """Half-life per fact type (keys are case-insensitive), and one for unlisted fact types."""
+
+    half_lives: Mapping[str, timedelta] = field(default_factory=lambda: DEFAULT_HALF_LIVES)
+    default: timedelta = DEFAULT_HALF_LIFE
+
+    def __post_init__(self) -> None:
+        table = {key.casefold(): _checked(key, value) for key, value in self.half_lives.items()}
+        object.__setattr__(self, "half_lives", MappingProxyType(table))
+        _checked("(default)", self.default)
+
+    def half_life(self, fact_type: str) -> timedelta:
+        return self.half_lives.get(fact_type.casefold(), self.default)
+
+    def merged(
+        self, overrides: Mapping[str, timedelta], default: timedelta | None = None
+    ) -> DecayRules:
+        """A tenant's rules: this table with ``overrides`` (and ``default``) taking precedence."""
+        table = dict(self.half_lives)
+        table.update({key.casefold(): value for key, value in overrides.items()})
+        return DecayRules(table, self.default if default is None else default)
+
+
+DEFAULT_DECAY = DecayRules()
+
+
+def recency(occurred_at: datetime, now: datetime, half_life: timedelta) -> float:
+    """``exp(−ln2 · age / half_life)`` clamped to [0, 1]; a future ``occurred_at`` gives 1."""
+    _checked("(argument)", half_life)
+    age = (now - occurred_at) / half_life
+    if age <= 0:
+        return 1.0
+    return min(1.0, max(0.0, math.exp(-math.log(2) * age)))

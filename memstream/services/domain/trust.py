@@ -1,0 +1,388 @@
+"""Trust: how much a memory deserves to be believed, computed here and never left to the LLM.
+
+Five components, each in [0, 1]:
+
+- ``authority``: the source system's standing (``AuthorityTable``, per-tenant overridable);
+- ``recency``: from ``decay`` (half-life per fact type);
+- ``binding``: whether the memory is about the entities the request names (``entity_binding``);
+- ``state``: whether the memory's status makes it usable for the current state of affairs
+  (``state_consistency``, e.g. a complaint pending over 48 h is reported as escalated);
+- ``cross_validation``: whether independent sources agree (``cross_validation``).
+
+``trust_score`` is their weighted mean under a per-tenant ``TrustProfile``. Also home of the
+small token-overlap measure (``tokens``, ``agreement``) that arbitration shares.
+Pure: ``now`` is a parameter. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import NamedTuple
+
+from memstream.services.domain.errors import DomainError
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate
+
+# --- token overlap ---------------------------------------------------------------------------
+
+# Latin words/ids (keeping "xr-500", "usb-c" whole) and single CJK characters, which carry a
+# word's meaning in Chinese text that has no spaces.
+_TOKEN = re.compile(r"[0-9a-z]+(?:[-_.][0-9a-z]+)*|[\u3400-\u9fff]", re.IGNORECASE)
+
+
+def tokens(text: str) -> frozenset[str]:
+    return frozenset(match.group(0).casefold() for match in _TOKEN.finditer(text))
+
+
+def agreement(left: str, right: str) -> float:
+    """Jaccard overlap of the two texts' tokens, in [0, 1] (two empty texts agree: 1)."""
+    a, b = tokens(left), tokens(right)
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def _norm_value(value: str) -> str:
+    return " ".join(value.casefold().split())
+
+
+def attribute_clash(left: Mapping[str, str], right: Mapping[str, str]) -> tuple[int, int]:
+    """(keys both share with equal values, keys both share with different values)."""
+    same = differ = 0
+    for key in left.keys() & right.keys():
+        if _norm_value(left[key]) == _norm_value(right[key]):
+            same += 1
+        else:
+            differ += 1
+    return same, differ
+
+
+# --- authority -------------------------------------------------------------------------------
+
+DEFAULT_AUTHORITIES: Mapping[str, float] = MappingProxyType(
+    {
+        "erp": 1.0,
+        "official": 0.95,
+        "official_doc": 0.95,
+        "catalog": 0.95,
+        "billing": 0.95,
+        "crm": 0.9,
+        "ticketing": 0.85,
+        "support_chat": 0.6,
+        "email": 0.6,
+        "browsing": 0.5,
+        "clickstream": 0.5,
+        "user_review": 0.4,
+        "review": 0.4,
+        "forum": 0.3,
+    }
+)
+UNKNOWN_AUTHORITY = 0.5
+
+
+def _unit(name: str, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise DomainError(f"{name} must lie in [0, 1], got {value}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorityTable:
+    """Authority in [0, 1] per source system (case-insensitive); ``unknown`` for the rest."""
+
+    authorities: Mapping[str, float] = field(default_factory=lambda: DEFAULT_AUTHORITIES)
+    unknown: float = UNKNOWN_AUTHORITY
+
+    def __post_init__(self) -> None:
+        table = {k.casefold(): _unit(f"authority of {k!r}", v) for k, v in self.authorities.items()}
+        object.__setattr__(self, "authorities", MappingProxyType(table))
+        _unit("unknown authority", self.unknown)
+
+    def authority(self, source_system: str) -> float:
+        return self.authorities.get(source_system.casefold(), self.unknown)
+
+    def merged(self, overrides: Mapping[str, float]) -> AuthorityTable:
+        """A tenant's table: this one with ``overrides`` taking precedence."""
+        table = dict(self.authorities)
+        table.update({k.casefold(): v for k, v in overrides.items()})
+        return AuthorityTable(table, self.unknown)
+
+
+DEFAULT_AUTHORITY = AuthorityTable()
+
+
+# --- entity binding --------------------------------------------------------------------------
+
+
+class Binding(NamedTuple):
+    kind: str  # "exact" | "fuzzy" | "neutral" | "none"
+    score: float
+
+
+EXACT = Binding("exact", 1.0)
+FUZZY = Binding("fuzzy", 0.5)
+NEUTRAL = Binding("neutral", 0.5)
+NONE = Binding("none", 0.0)
+
+# Anchor types that name the same kind of entity ("user" is how agents say "customer").
+_TYPE_ALIASES = {"user": "customer"}
+
+
+def _type(anchor: Anchor) -> str:
+    kind = anchor.type.strip().casefold()
+    return _TYPE_ALIASES.get(kind, kind)
+
+
+def _squash(identifier: str) -> str:
+    return re.sub(r"[\W_]+", "", identifier.casefold())
+
+
+def _within_one_edit(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = j = edits = 0
+    while i < len(a) and j < len(b):
+        if a[i] != b[j]:
+            edits += 1
+            if edits > 1:
+                return False
+            if len(a) == len(b):
+                i += 1
+            j += 1
+        else:
+            i += 1
+            j += 1
+    return edits + (len(b) - j) <= 1
+
+
+def _fuzzy(a: Anchor, b: Anchor) -> bool:
+    left, right = _squash(a.id), _squash(b.id)
+    if left and left == right:
+        return True
+    # A one-character typo ("alice.smyth") is the same entity; a different digit ("C-17" vs
+    # "C-18", order numbers) is a different one, and short ids are too close to tell apart.
+    return (
+        _type(a) == _type(b)
+        and min(len(left), len(right)) >= 4
+        and re.findall(r"\d", left) == re.findall(r"\d", right)
+        and _within_one_edit(left, right)
+    )
+
+
+def entity_binding(candidate: Sequence[Anchor], requested: Sequence[Anchor]) -> Binding:
+    """How well a memory's anchors bind to the request's anchors (user anchor included).
+
+    - ``exact`` (1.0): a shared (type, id); types compare case-insensitively, "user" = "customer".
+    - ``fuzzy`` (0.5): the same id ignoring case and punctuation ("ORD-17" ~ "ord17"), or, within
+      one type, ids one edit apart that share their digits.
+    - ``neutral`` (0.5): nothing to bind to: the request names no anchors, or the memory is
+      anchored to no entity of a type the request names (a product manual, for a customer's
+      question) — it is about something else, not about someone else.
+    - ``none`` (0.0): the memory is about another entity of a type the request names (another
+      customer's order): the answer must not use it.
+    """
+    if not requested or not candidate:
+        return NEUTRAL
+    wanted = {(_type(a), a.id) for a in requested}
+    if any((_type(c), c.id) in wanted for c in candidate):
+        return EXACT
+    if any(_fuzzy(c, r) for c in candidate for r in requested):
+        return FUZZY
+    wanted_types = {kind for kind, _ in wanted}
+    if any(_type(c) in wanted_types for c in candidate):
+        return NONE
+    return NEUTRAL
+
+
+# --- state consistency -----------------------------------------------------------------------
+
+
+class StateVerdict(NamedTuple):
+    effective_status: str
+    score: float
+
+
+# status → score: how usable a memory in that state is for answering about the current state.
+#   open matter (pending/open/new/in_progress, within the escalation delay)  1.0  live, current
+#   active (and any status of a fact type that does not escalate)            1.0
+#   escalated (open matter older than escalate_after)                        0.9  current, overdue
+#   high_risk                                                                0.9  current, flagged
+#   resolved / closed / done / completed / refunded: the matter is settled   0.8  true, but over
+#   unknown statuses                                                         0.6
+#   archived                                                                 0.4
+#   superseded (valid_to ≤ now: a later version replaced it)                 0.2
+#   retracted                                                                0.0  never returned
+DEFAULT_STATUS_SCORES: Mapping[str, float] = MappingProxyType(
+    {
+        "active": 1.0,
+        "current": 1.0,
+        "pending": 1.0,
+        "open": 1.0,
+        "new": 1.0,
+        "in_progress": 1.0,
+        "escalated": 0.9,
+        "high_risk": 0.9,
+        "resolved": 0.8,
+        "closed": 0.8,
+        "done": 0.8,
+        "completed": 0.8,
+        "refunded": 0.8,
+        "archived": 0.4,
+        "superseded": 0.2,
+        "retracted": 0.0,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StateRules:
+    """Escalation of open matters and the status → score table (see ``DEFAULT_STATUS_SCORES``)."""
+
+    escalate_after: timedelta = timedelta(hours=48)
+    escalating_fact_types: frozenset[str] = frozenset(
+        {"complaint", "ticket", "return", "refund", "support_case", "issue"}
+    )
+    open_statuses: frozenset[str] = frozenset({"pending", "open", "new", "in_progress"})
+    status_scores: Mapping[str, float] = field(default_factory=lambda: DEFAULT_STATUS_SCORES)
+    unknown_status_score: float = 0.6
+
+    def score_of(self, status: str) -> float:
+        return self.status_scores.get(status, self.unknown_status_score)
+
+
+DEFAULT_STATE_RULES = StateRules()
+
+
+def state_consistency(candidate: Candidate, now: datetime, rules: StateRules) -> StateVerdict:
+    """The status to report for ``candidate`` at ``now`` and how usable that state is."""
+    status = candidate.status.strip().casefold() or "active"
+    if status == "retracted":
+        return StateVerdict("retracted", rules.score_of("retracted"))
+    if candidate.valid_to is not None and candidate.valid_to <= now:
+        return StateVerdict("superseded", rules.score_of("superseded"))
+    if (
+        status in rules.open_statuses
+        and candidate.fact_type.casefold() in rules.escalating_fact_types
+        and now - candidate.occurred_at > rules.escalate_after
+    ):
+        return StateVerdict("escalated", rules.score_of("escalated"))
+    return StateVerdict(status, rules.score_of(status))
+
+
+# Fact types whose plain "active" status means the matter is still open (a live complaint).
+LIVE_WHEN_ACTIVE = frozenset({"complaint", "ticket", "support_case", "issue"})
+
+
+def is_open_matter(candidate: Candidate, rules: StateRules) -> bool:
+    """An unresolved complaint, ticket or return: it stays live until it is resolved."""
+    status = candidate.status.strip().casefold() or "active"
+    fact_type = candidate.fact_type.casefold()
+    if fact_type not in rules.escalating_fact_types:
+        return False
+    return status in rules.open_statuses or (status == "active" and fact_type in LIVE_WHEN_ACTIVE)
+
+
+# --- cross-validation ------------------------------------------------------------------------
+
+AGREEMENT_THRESHOLD = 0.5
+# sources that agree (the candidate's own included) → score; 1 is neutral: uncorroborated.
+CORROBORATION_SCORES = (0.5, 0.85, 1.0)
+
+
+def agrees(left: Candidate, right: Candidate) -> bool:
+    """Same attributes where both set them, and either one shared value or similar wording."""
+    same, differ = attribute_clash(left.attributes, right.attributes)
+    if differ:
+        return False
+    return same > 0 or agreement(left.content, right.content) >= AGREEMENT_THRESHOLD
+
+
+def cross_validation(candidate: Candidate, others: Iterable[Candidate]) -> float:
+    """0.5 alone; 0.85 when a second independent source agrees; 1.0 for three or more.
+
+    Independent: another source_system, about the same entity (entity_type, entity_id) and
+    fact_type, and another memory (versions of one memory do not corroborate each other).
+    """
+    sources = {candidate.source_system.casefold()}
+    for other in others:
+        if (
+            other.memory_key != candidate.memory_key
+            and other.source_system.casefold() not in sources
+            and (other.entity_type, other.entity_id, other.fact_type)
+            == (candidate.entity_type, candidate.entity_id, candidate.fact_type)
+            and agrees(candidate, other)
+        ):
+            sources.add(other.source_system.casefold())
+    return CORROBORATION_SCORES[min(len(sources), len(CORROBORATION_SCORES)) - 1]
+
+
+# --- the trust score -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TrustComponents:
+    authority: float
+    recency: float
+    binding: float
+    state: float
+    cross_validation: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrustProfile:
+    """Per-tenant weights of the trust components, and α of the final formula (see fusion).
+
+    Defaults: authority 0.30 (a wrong source is the costliest mistake), binding 0.25 (another
+    customer's record must lose), recency 0.20, state 0.15, cross-validation 0.10 (a bonus:
+    most facts have one source). α = 0.5 weighs relevance and trust equally.
+    """
+
+    authority: float = 0.30
+    recency: float = 0.20
+    binding: float = 0.25
+    state: float = 0.15
+    cross_validation: float = 0.10
+    alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        weights = (self.authority, self.recency, self.binding, self.state, self.cross_validation)
+        if any(w < 0 for w in weights) or sum(weights) <= 0:
+            raise DomainError(f"trust weights must be ≥ 0 with a positive sum, got {weights}")
+        _unit("alpha", self.alpha)
+
+
+DEFAULT_PROFILE = TrustProfile()
+
+
+# A component is never taken below this, so that one zero (another customer, an expired fact)
+# weighs heavily without erasing the evidence of the others.
+TRUST_FLOOR = 0.01
+
+
+def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PROFILE) -> float:
+    """The weighted GEOMETRIC mean of the components (each clamped to [FLOOR, 1]), in [0, 1].
+
+    Why geometric, not arithmetic: trust is a conjunction — a memory must be from a credible
+    source AND about this entity AND still fresh AND in a usable state. With a weighted mean a
+    complaint resolved 60 days ago (recency 0.003 at a 7-day half-life) kept 0.68 of trust and
+    outranked the open complaint of last week on a keyword coincidence; with the geometric mean
+    a component near zero pulls the whole score down (0.003^0.2 ≈ 0.31) while a perfect
+    component cannot buy back a failed one.
+    """
+    pairs = (
+        (components.authority, profile.authority),
+        (components.recency, profile.recency),
+        (components.binding, profile.binding),
+        (components.state, profile.state),
+        (components.cross_validation, profile.cross_validation),
+    )
+    total = sum(weight for _, weight in pairs)
+    log_sum = sum(weight * math.log(min(1.0, max(TRUST_FLOOR, score))) for score, weight in pairs)
+    return min(1.0, max(0.0, math.exp(log_sum / total)))

@@ -1,0 +1,162 @@
+"""handle_ingest: raw memory-event messages → ledger + immutable versions, or dead letters.
+
+For each message, in order: decode, validate, record in one Postgres transaction (idempotent on
+event_id; transient database failures are retried until they pass, never dead-lettered), then
+hand the touched memories to the indexer. A message that can never be ingested goes to the
+dead-letter table and topic with a machine-readable reason and its original bytes. Nothing
+escapes ``handle_batch`` except cancellation: the agent loop that calls it must never ack a
+message that was not dealt with.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.validation import UNDECODABLE, validate_event
+from memstream.services.handlers.index import Indexer
+from memstream.services.handlers.retry import Backoff, retrying
+from memstream.services.ports import (
+    AdapterError,
+    ChangeSink,
+    DeadLetter,
+    MemoryRepository,
+    Metrics,
+    NoMetrics,
+    Position,
+    Recorded,
+)
+
+log = logging.getLogger(__name__)
+
+STORAGE_REJECTED = "storage_rejected"
+
+
+class DecodeError(Exception):
+    """Raised by the injected decoder for bytes that are not a MemoryEvent."""
+
+
+def epoch_moment(seconds: float | None) -> datetime | None:
+    """A record timestamp (seconds since the epoch) in UTC; None when it is absent or out of
+    range — a producer's bad clock must never stop a worker."""
+    if not seconds or seconds <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    key: bytes | None
+    value: bytes | None
+    position: Position
+    # When memstream received it: None for live ingestion (the clock's now); a replay sets the
+    # original moment, which is then both the transaction time and the "now" of validation.
+    received_at: datetime | None = None
+    # When the producer published it (the record's timestamp), for the lag metric.
+    published_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class BatchReport:
+    recorded: list[Recorded] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+
+    @property
+    def duplicates(self) -> int:
+        return sum(1 for r in self.recorded if r.duplicate)
+
+
+class Ingestor:
+    def __init__(
+        self,
+        repo: MemoryRepository,
+        sink: ChangeSink,
+        indexer: Indexer | None,
+        decode: Callable[[bytes], Mapping[str, Any]],
+        clock: Callable[[], datetime],
+        backoff: Backoff | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._metrics = metrics or NoMetrics()
+        self._repo = repo
+        self._sink = sink
+        self._indexer = indexer
+        self._decode = decode
+        self._clock = clock
+        self._backoff = backoff or Backoff()
+
+    async def handle_batch(self, envelopes: Sequence[Envelope]) -> BatchReport:
+        report = BatchReport()
+        for envelope in envelopes:
+            await self._handle_one(envelope, report)
+        published = [e.published_at for e in envelopes if e.published_at is not None]
+        if published:
+            self._metrics.ingest_lag((self._clock() - min(published)).total_seconds())
+        if self._indexer is not None:  # None: the versions stay pending for a sweep
+            await self._indexer.submit(report.recorded)
+        return report
+
+    async def _handle_one(self, envelope: Envelope, report: BatchReport) -> None:
+        raw: Mapping[str, Any] | None = None
+        try:
+            if envelope.value is None:
+                raise DecodeError("the message has no value")
+            try:
+                raw = self._decode(envelope.value)
+            except Exception as exc:  # the decoder may raise anything for garbage
+                raise DecodeError(str(exc) or type(exc).__name__) from exc
+            event = validate_event(raw, envelope.received_at or self._clock())
+            recorded = await retrying(
+                f"recording event {event.event_id!r}",
+                lambda: self._repo.record(
+                    event, raw or {}, envelope.position, envelope.received_at or self._clock()
+                ),
+                self._backoff,
+            )
+        except DecodeError as exc:
+            letter = await self._dead_letter(
+                envelope, UNDECODABLE, f"not a MemoryEvent: {exc}", raw
+            )
+        except InvalidEvent as exc:
+            letter = await self._dead_letter(envelope, exc.reason, exc.detail, raw)
+        except AdapterError as exc:
+            # Postgres refused the data itself (not an outage): keep it, with the reason.
+            log.error("event at %s rejected by storage: %s", envelope.position, exc)
+            letter = await self._dead_letter(envelope, STORAGE_REJECTED, str(exc), raw)
+        else:
+            report.recorded.append(recorded)
+            self._metrics.ingested("duplicate" if recorded.duplicate else recorded.outcome)
+            return
+        report.dead.append(letter)
+        self._metrics.dead_lettered(letter.reason)
+
+    async def _dead_letter(
+        self, envelope: Envelope, reason: str, detail: str, raw: Mapping[str, Any] | None
+    ) -> DeadLetter:
+        def text(name: str) -> str | None:
+            value = raw.get(name) if isinstance(raw, Mapping) else None
+            return value if isinstance(value, str) and value else None
+
+        letter = DeadLetter(
+            reason=reason,
+            detail=detail,
+            position=envelope.position,
+            original=envelope.value,
+            original_key=envelope.key,
+            tenant_id=text("tenant_id"),
+            event_id=text("event_id"),
+        )
+        await retrying(
+            f"dead-lettering {envelope.position}",
+            lambda: self._repo.dead_letter(letter),
+            self._backoff,
+        )
+        await self._sink.dead_lettered(letter)
+        return letter

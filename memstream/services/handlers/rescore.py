@@ -1,0 +1,103 @@
+"""handle_rescore: recompute the time-dependent parts of trust for current versions.
+
+Bounded per run, incremental (only versions whose scores are older than ``period``; only
+material changes are propagated), and safe on several workers at once (guarded writes). A
+change updates Postgres, the vector payload (recency, effective_status) and the Redis trust
+cache, and is announced on the scores topic. Rules are read per tenant at run time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from memstream.services.domain.decay import DEFAULT_DECAY
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.domain.rescoring import TimeScores, is_material, time_scores
+from memstream.services.domain.trust import DEFAULT_STATE_RULES
+from memstream.services.ports import Cache, RulesRepository, VectorIndex
+
+
+@dataclass(frozen=True, slots=True)
+class RescoreReport:
+    examined: int
+    changed: int
+    runs: int = 1
+
+
+class Rescorer:
+    def __init__(
+        self,
+        rules: RulesRepository,
+        index: VectorIndex,
+        cache: Cache,
+        announce: Callable[[MemoryVersion, TimeScores, datetime], Awaitable[None]],
+        clock: Callable[[], datetime],
+        *,
+        period: timedelta = timedelta(minutes=5),
+        batch: int = 500,
+    ) -> None:
+        self._rules = rules
+        self._index = index
+        self._cache = cache
+        self._announce = announce
+        self._clock = clock
+        self._period = period
+        self._batch = batch
+
+    async def catch_up(self, budget: timedelta) -> RescoreReport:
+        """Bounded runs back to back while the last one was full, for at most ``budget``: a
+        large store is rescored within a period or two, not ``batch`` versions per tick."""
+        started = time.monotonic()
+        examined = changed = runs = 0
+        while True:
+            report = await self.run_once()
+            examined, changed, runs = examined + report.examined, changed + report.changed, runs + 1
+            if (
+                report.examined < self._batch
+                or time.monotonic() - started >= budget.total_seconds()
+            ):
+                return RescoreReport(examined, changed, runs)
+
+    async def run_once(self) -> RescoreReport:
+        now = self._clock()
+        due = await self._rules.due(now - self._period, self._batch)
+        computed = []
+        tenant_rules: dict[str, dict[str, dict[str, float]]] = {}
+        for version, previous, seen in due:
+            if version.tenant_id not in tenant_rules:  # once per tenant per run
+                tenant_rules[version.tenant_id] = await self._rules.overrides(version.tenant_id)
+            overrides = tenant_rules[version.tenant_id]
+            decay = DEFAULT_DECAY.merged(
+                {k: timedelta(seconds=v) for k, v in overrides["half_life"].items()}
+            )
+            computed.append(
+                (version, time_scores(version, now, decay, DEFAULT_STATE_RULES), previous, seen)
+            )
+        written = await self._rules.save(
+            [(v, scores, seen) for v, scores, _, seen in computed], now
+        )
+        changed = [
+            (v, s)
+            for v, s, previous, _ in computed
+            if v.version_id in written and is_material(s, previous, v)
+        ]
+        by_tenant: dict[str, list[tuple[MemoryVersion, TimeScores]]] = {}
+        for version, scores in changed:
+            by_tenant.setdefault(version.tenant_id, []).append((version, scores))
+        for tenant_id, items in by_tenant.items():
+            await self._index.set_payloads(
+                tenant_id,
+                [
+                    (v.version_id, {"recency": s.recency, "effective_status": s.effective_status})
+                    for v, s in items
+                ],
+            )
+            await self._cache.put_trust(
+                {v.version_id: {"recency": s.recency, "state": s.state} for v, s in items}
+            )
+        for version, scores in changed:
+            await self._announce(version, scores, now)
+        return RescoreReport(examined=len(due), changed=len(changed))

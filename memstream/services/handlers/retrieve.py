@@ -1,0 +1,397 @@
+"""handle_retrieve: a RetrievalRequest (already decoded) → a RetrievalReply record.
+
+validate → (deadline) → known tenant → gate → reply cache → embed ‖ keyword search → vector
+search (anchored and open) → fetch versions (tenant-scoped) → score, arbitrate, render (pure
+domain) → cache (in the background, once the reply is returned). Every stage is timed into
+``latency_ms``. A bad request gets an error reply; an outage of the cache only costs computation.
+Must not import drivers, streams or adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from memstream.services.domain import versioning
+from memstream.services.domain.errors import InvalidRequest
+from memstream.services.domain.gating import gate
+from memstream.services.domain.model import Anchor, MemoryVersion
+from memstream.services.domain.query import (
+    Candidate,
+    RetrievalRequest,
+    ScoredResult,
+    validate_request,
+)
+from memstream.services.domain.ranking import DEFAULT_RULES, RankingRules, score_candidates
+from memstream.services.domain.trust import DEFAULT_PROFILE, TrustProfile, entity_binding
+from memstream.services.ports import (
+    Cache,
+    Embedder,
+    MemoryQueries,
+    VectorFilter,
+    VectorHit,
+    VectorIndex,
+)
+
+OK, SKIPPED, ERROR = "ok", "skipped", "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A tenant's trust weights and tables (per-tenant overridable)."""
+
+    trust: TrustProfile = DEFAULT_PROFILE
+    rules: RankingRules = DEFAULT_RULES
+
+
+async def _default_profile(tenant_id: str) -> Profile:
+    return Profile()
+
+
+def profile_from(overrides: Mapping[str, Mapping[str, float]]) -> Profile:
+    """A tenant's profile: the default tables with its run-time rule overrides."""
+    half_lives = {k: timedelta(seconds=v) for k, v in overrides.get("half_life", {}).items()}
+    authority = dict(overrides.get("authority", {}))
+    if not half_lives and not authority:
+        return Profile()
+    rules = dataclasses.replace(
+        DEFAULT_RULES,
+        decay=DEFAULT_RULES.decay.merged(half_lives),
+        authority=DEFAULT_RULES.authority.merged(authority),
+    )
+    return Profile(rules=rules)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    max_in_flight: int = 64
+    vector_k: int = 40
+    keyword_k: int = 40
+
+
+@dataclass(slots=True)
+class _Clock:
+    started: float = field(default_factory=time.perf_counter)
+    mark: float = field(default_factory=time.perf_counter)
+    stages: dict[str, float] = field(default_factory=dict)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = round((now - self.mark) * 1000, 3)
+        self.mark = now
+
+    def done(self) -> dict[str, float]:
+        self.stages["total"] = round((time.perf_counter() - self.started) * 1000, 3)
+        return self.stages
+
+
+def request_key(request: RetrievalRequest) -> str:
+    """What makes two requests the same question (ids, reply address and deadline excluded)."""
+
+    def anchors(items: Sequence[Anchor]) -> list[str]:
+        return sorted(f"{a.type}:{a.id}" for a in items)
+
+    def iso(moment: datetime | None) -> str | None:
+        return moment.isoformat() if moment is not None else None
+
+    shape = {
+        "q": request.query.strip(),
+        "u": request.user_id,
+        "a": anchors(request.anchors),
+        "t": request.active_task,
+        "e": anchors(request.active_entities),
+        "w": [iso(m) for m in request.time_window] if request.time_window else None,
+        "as_of": iso(request.as_of),
+        "known_at": iso(request.known_at),
+        "limit": request.limit,
+        "force": request.force,
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+
+def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
+    if request.known_at is not None:
+        # Transaction time: what is current now may not have been then, so search every
+        # version and re-derive each memory's chain as it was known (see _as_known).
+        return VectorFilter(
+            current_only=False,
+            anchors=anchors,
+            window=request.time_window,
+            exclude_statuses=("retracted",),
+        )
+    return VectorFilter(
+        current_only=request.as_of is None,
+        as_of=request.as_of,
+        anchors=anchors,
+        window=request.time_window,
+        exclude_statuses=("retracted",),
+    )
+
+
+def error_reply(
+    request_id: str, code: str, message: str, stages: dict[str, float], now: datetime
+) -> dict[str, Any]:
+    return {
+        "request_id": request_id,
+        "status": ERROR,
+        "gate": {"decision": "skip", "reason": f"error: {code}"},
+        "results": [],
+        "latency_ms": stages,
+        "error": {"code": code, "message": message},
+        "served_at": now,
+    }
+
+
+def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, Any]:
+    c, s = result.candidate, result.scores
+    binding = entity_binding(c.anchors, request.anchors)
+    return {
+        "memory_key": c.memory_key,
+        "version": c.version,
+        "version_id": c.version_id,
+        "content": c.content,
+        "entity_type": c.entity_type,
+        "entity_id": c.entity_id,
+        "fact_type": c.fact_type,
+        "source_system": c.source_system,
+        "status": c.status,
+        "effective_status": result.effective_status or c.status,
+        "occurred_at": c.occurred_at,
+        "valid_from": c.valid_from,
+        "valid_to": c.valid_to,
+        "scores": {
+            "vector": s.vector,
+            "keyword": s.keyword,
+            "fused": s.fused,
+            "authority": s.authority,
+            "recency": s.recency,
+            "binding": s.binding,
+            "state": s.state,
+            "cross_validation": s.cross_validation,
+            "trust": s.trust,
+            "final": s.final,
+        },
+        "binding_kind": binding.kind,
+        "conflicts_with": list(result.conflicts_with),
+        "rendered": result.rendered,
+    }
+
+
+class Retriever:
+    def __init__(
+        self,
+        queries: MemoryQueries,
+        index: VectorIndex,
+        embedder: Embedder,
+        cache: Cache,
+        clock: Callable[[], datetime],
+        *,
+        profiles: Callable[[str], Awaitable[Profile]] | None = None,
+        encode_reply: Callable[[Mapping[str, Any]], bytes] | None = None,
+        decode_reply: Callable[[bytes], dict[str, Any]] | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self._queries = queries
+        self._index = index
+        self._embedder = embedder
+        self._cache = cache
+        self._clock = clock
+        self._profiles = profiles or _default_profile
+        self._encode = encode_reply
+        self._decode = decode_reply
+        self._config = config or RetrievalConfig()
+        self._in_flight = 0
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    @property
+    def load(self) -> float:
+        return min(1.0, self._in_flight / self._config.max_in_flight)
+
+    async def retrieve(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        self._in_flight += 1
+        try:
+            return await self._retrieve(raw)
+        finally:
+            self._in_flight -= 1
+
+    async def _retrieve(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        timer = _Clock()
+        now = self._clock()
+        request_id = str(raw.get("request_id") or "")
+        try:
+            request = validate_request(raw, now)
+        except InvalidRequest as exc:
+            timer.lap("validate")
+            return error_reply(request_id, exc.code, exc.detail, timer.done(), now)
+        if request.deadline_ms is not None and now.timestamp() * 1000 > request.deadline_ms:
+            timer.lap("validate")
+            return error_reply(
+                request_id,
+                "deadline_exceeded",
+                "the request arrived after its deadline; not worked on",
+                timer.done(),
+                now,
+            )
+        if not await self._queries.known_tenant(request.tenant_id):
+            timer.lap("validate")
+            return error_reply(
+                request_id,
+                "unknown_tenant",
+                f"tenant {request.tenant_id!r} has no memories",
+                timer.done(),
+                now,
+            )
+        timer.lap("validate")
+        decision = gate(request, now, self.load)
+        timer.lap("gate")
+        if not decision.needs_memory:
+            return {
+                "request_id": request_id,
+                "status": SKIPPED,
+                "gate": {"decision": "skip", "reason": decision.reason},
+                "results": [],
+                "latency_ms": timer.done(),
+                "error": None,
+                "served_at": now,
+            }
+        gate_record = {
+            "decision": "forced" if request.force else "retrieve",
+            "reason": decision.reason,
+        }
+        key = request_key(request)
+        cached = await self._cached_reply(request.tenant_id, key)
+        timer.lap("cache")
+        if cached is not None:
+            cached.update(
+                request_id=request_id, latency_ms={**timer.done(), "cache_hit": 1.0}, served_at=now
+            )
+            return cached
+        results = await self._search(request, now, timer)
+        reply: dict[str, Any] = {
+            "request_id": request_id,
+            "status": OK,
+            "gate": gate_record,
+            "results": [result_record(r, request) for r in results],
+            "latency_ms": {},
+            "error": None,
+            "served_at": now,
+        }
+        reply["latency_ms"] = timer.done()
+        if self._encode is not None:
+            # Stored once the reply is on its way: the client does not wait for the cache.
+            self._background(self._cache.put_reply(request.tenant_id, key, self._encode(reply)))
+        return reply
+
+    def _background(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)  # a strong reference until done
+        task.add_done_callback(self._tasks.discard)
+
+    async def _cached_reply(self, tenant_id: str, key: str) -> dict[str, Any] | None:
+        if self._decode is None:
+            return None
+        data = await self._cache.get_reply(tenant_id, key)
+        return self._decode(data) if data is not None else None
+
+    async def _embed(self, text: str) -> list[float]:
+        vector = await self._cache.get_embedding(text)
+        if vector is None:
+            vector = (await self._embedder.embed([text]))[0]
+            await self._cache.put_embedding(text, vector)
+        return vector
+
+    async def _as_known(
+        self,
+        request: RetrievalRequest,
+        found: list[MemoryVersion],
+        vector_scores: dict[str, float],
+        keyword_scores: dict[str, float],
+    ) -> list[MemoryVersion]:
+        """For each memory found, the version that was valid at ``as_of`` (default: the
+        ``known_at`` moment itself) as memstream knew it at ``known_at``; it inherits the best
+        search scores of its memory's versions."""
+        assert request.known_at is not None
+        moment = request.as_of or request.known_at
+        best_vector: dict[str, float] = {}
+        best_keyword: dict[str, float] = {}
+        for v in found:
+            for scores, best in ((vector_scores, best_vector), (keyword_scores, best_keyword)):
+                if v.version_id in scores:
+                    best[v.memory_key] = max(scores[v.version_id], best.get(v.memory_key, -1.0))
+        chains: dict[str, list[MemoryVersion]] = {}
+        keys = list(dict.fromkeys(v.memory_key for v in found))
+        for v in await self._queries.chains(request.tenant_id, keys):
+            chains.setdefault(v.memory_key, []).append(v)
+        chosen: list[MemoryVersion] = []
+        for key, chain in chains.items():
+            then = versioning.valid_at(versioning.known_at(chain, request.known_at), moment)
+            if then is None:
+                continue
+            if key in best_vector:
+                vector_scores[then.version_id] = best_vector[key]
+            if key in best_keyword:
+                keyword_scores[then.version_id] = best_keyword[key]
+            chosen.append(then)
+        return chosen
+
+    async def _search(
+        self, request: RetrievalRequest, now: datetime, timer: _Clock
+    ) -> list[ScoredResult]:
+        cfg = self._config
+        tenant = request.tenant_id
+        keyword_task = asyncio.ensure_future(
+            self._queries.keyword_search(
+                tenant, request.query, _search_filter(request), cfg.keyword_k
+            )
+        )
+        try:
+            vector = await self._embed(request.query)
+            timer.lap("embed")
+            anchors = tuple(
+                f"{a.type}:{a.id}" for a in (*request.anchors, *request.active_entities)
+            )
+            searches = [self._index.search(tenant, vector, _search_filter(request), cfg.vector_k)]
+            if anchors:
+                searches.append(
+                    self._index.search(
+                        tenant, vector, _search_filter(request, anchors), cfg.vector_k
+                    )
+                )
+            hit_lists: list[list[VectorHit]] = list(await asyncio.gather(*searches))
+            timer.lap("vector")
+            keyword_hits = await keyword_task
+            timer.lap("keyword")
+        finally:
+            keyword_task.cancel()
+        vector_scores: dict[str, float] = {}
+        for hits in hit_lists:
+            for hit in hits:
+                vector_scores[hit.id] = max(hit.score, vector_scores.get(hit.id, -1.0))
+        keyword_scores = {h.version_id: h.score for h in keyword_hits}
+        ids = sorted(set(vector_scores) | set(keyword_scores))
+        versions: list[MemoryVersion] = await self._queries.versions(tenant, ids) if ids else []
+        if request.known_at is not None and versions:
+            versions = await self._as_known(request, versions, vector_scores, keyword_scores)
+        timer.lap("fetch")
+        candidates = [
+            Candidate.from_version(
+                v,
+                vector_score=vector_scores.get(v.version_id),
+                keyword_score=keyword_scores.get(v.version_id),
+            )
+            for v in versions
+            if v.tenant_id == tenant  # defence in depth: the stores are tenant-scoped already
+        ]
+        profile = await self._profiles(tenant)
+        # A transaction-time question is scored with the clock of that moment (as it was asked).
+        scored_at = request.known_at if request.known_at is not None else now
+        results = score_candidates(request, candidates, scored_at, profile.trust, profile.rules)
+        timer.lap("rank")
+        return results

@@ -1,0 +1,134 @@
+"""The Faust app factory: one app per worker process, its topics, its runtime and its agents.
+
+``create_worker`` is the entry point used by ``memstream up`` / ``memstream worker``. The
+``Runtime`` service connects the adapters (through the composition root) inside the worker's
+event loop and closes them on shutdown; agents wait for it before handling anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+from mode import Service
+
+from memstream.services import bootstrap
+from memstream.services.settings import Settings
+from memstream.streams import transport
+from memstream.streams.sinks import FaustChangeSink, FaustReplySink
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Topics:
+    events: Any
+    events_dlq: Any
+    changes: Any
+    requests: Any
+    requests_dlq: Any
+    replies: Any
+    scores: Any
+
+
+def create_app(settings: Settings) -> faust.App:
+    if settings.broker is None:
+        raise ValueError("create_app needs resolved settings: broker is unset")
+    transport.register(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
+    return faust.App(
+        settings.app_id,
+        broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],
+        # Tansu holds a group join for half the session timeout: keep it short.
+        broker_session_timeout=10.0,
+        broker_heartbeat_interval=2.0,
+        consumer_auto_offset_reset="earliest",
+        topic_partitions=settings.topics.partitions,
+        topic_allow_declare=False,  # ops.topics creates every topic with explicit partitions
+        store="memory://",
+        datadir=str(settings.data_dir / "faust"),
+        web_enabled=settings.web_port != 0,
+        web_port=settings.web_port or 6066,
+        web_bind="127.0.0.1",
+        web_in_thread=False,
+        autodiscover=False,
+        producer_acks=-1,
+    )
+
+
+def declare_topics(app: faust.App, settings: Settings) -> Topics:
+    t = settings.topics
+
+    def raw(name: str, partitions: int) -> Any:
+        return app.topic(
+            name,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=partitions,
+            internal=False,
+        )
+
+    return Topics(
+        events=raw(t.events, t.partitions),
+        events_dlq=raw(t.events_dlq, 1),
+        changes=raw(t.changes, t.partitions),
+        requests=raw(t.requests, t.partitions),
+        requests_dlq=raw(t.requests_dlq, 1),
+        replies=raw(t.replies, t.reply_partitions),
+        scores=raw(t.scores, t.partitions),
+    )
+
+
+class Runtime(Service):
+    """Holds the container for the agents; built on start, closed on stop."""
+
+    def __init__(self, app: faust.App, settings: Settings, topics: Topics, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.app = app
+        self.settings = settings
+        self.topics = topics
+        self._container: bootstrap.Container | None = None
+        self._ready = asyncio.Event()
+
+    async def on_start(self) -> None:
+        sink = FaustChangeSink(self.topics.changes, self.topics.events_dlq, self.topics.scores)
+        replies = FaustReplySink(self.app, self.topics.requests_dlq)
+        self._container = await bootstrap.build(self.settings, sink, replies)
+        self._ready.set()
+        log.info("memstream runtime ready")
+
+    async def on_stop(self) -> None:
+        if self._container is not None:
+            await self._container.close()
+            self._container = None
+
+    async def container(self) -> bootstrap.Container:
+        await self._ready.wait()
+        assert self._container is not None
+        return self._container
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+
+def create_worker(
+    settings: Settings, *, loglevel: str | None = None
+) -> tuple[faust.Worker, Runtime]:
+    """The Faust worker with every agent registered; ``execute_from_commandline`` runs it."""
+    from memstream.streams import agents
+
+    app = create_app(settings)
+    topics = declare_topics(app, settings)
+    runtime = Runtime(app, settings, topics)
+    agents.register(app, topics, runtime)
+    worker = faust.Worker(
+        app,
+        runtime,
+        loglevel=loglevel or settings.log_level,
+        quiet=True,
+        redirect_stdouts=False,
+    )
+    return worker, runtime

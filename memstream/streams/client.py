@@ -1,0 +1,223 @@
+"""MemoryClient: the async library agents use to ask memstream over Kafka.
+
+One reply consumer per client instance, on one partition of the replies topic (assigned, no
+consumer group, so it starts at once); requests carry ``correlation_id``, ``reply_to``,
+``reply_partition`` and ``deadline_ms`` in headers and record; replies resolve futures by
+correlation id; a reply that arrives after its request timed out is dropped. Not built on
+Faust's ``agent.ask()`` (no timeout, a new reply topic per start, 3 s before the first fetch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from memstream.schemas import codec
+from memstream.services.settings import Topics
+
+log = logging.getLogger(__name__)
+
+IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
+PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
+
+
+class MemoryClientError(Exception):
+    """Root of the client's errors."""
+
+
+class RetrievalTimeout(MemoryClientError):
+    def __init__(self, request_id: str, seconds: float) -> None:
+        super().__init__(
+            f"no reply to request {request_id} within {seconds:.1f}s: is a memstream worker "
+            "running and consuming the requests topic?"
+        )
+        self.request_id = request_id
+
+
+def _anchors(items: Sequence[tuple[str, str]] | Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    out = []
+    for item in items:
+        if isinstance(item, dict):
+            out.append({"type": str(item["type"]), "id": str(item["id"])})
+        else:
+            out.append({"type": str(item[0]), "id": str(item[1])})
+    return out
+
+
+class MemoryClient:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Topics | None = None,
+        *,
+        reply_partition: int | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._topics = topics or Topics()
+        self._partition = (
+            reply_partition
+            if reply_partition is not None
+            else random.randrange(self._topics.reply_partitions)  # noqa: S311 - not crypto
+        )
+        self._timeout = timeout
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self.late_replies = 0
+
+    async def start(self) -> MemoryClient:
+        self._producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, linger_ms=0, acks=1)
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self._bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=IDLE_FETCH_WAIT_MS,
+            auto_offset_reset="latest",
+        )
+        await self._producer.start()
+        await self._consumer.start()
+        partition = TopicPartition(self._topics.replies, self._partition)
+        self._consumer.assign([partition])
+        await self._consumer.seek_to_end(partition)
+        await self._consumer.position(partition)  # resolve now, before the first request
+        self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
+        return self
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        for future in self._pending.values():
+            future.cancel()
+        if self._producer is not None:
+            await self._producer.stop()
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+    async def __aenter__(self) -> MemoryClient:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _pace(self) -> None:
+        """Fetch replies every millisecond while a request awaits one, else every few (Tansu
+        holds a fetch for its whole wait even when the reply arrives meanwhile)."""
+        fetcher = getattr(self._consumer, "_fetcher", None)
+        if fetcher is not None:  # aiokafka reads it for each fetch request it builds
+            fetcher._fetch_max_wait_ms = (
+                PENDING_FETCH_WAIT_MS if self._pending else IDLE_FETCH_WAIT_MS
+            )
+
+    async def _read(self) -> None:
+        assert self._consumer is not None
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=200)
+            for messages in batches.values():
+                for message in messages:
+                    self._deliver(message.value)
+
+    def _deliver(self, value: bytes | None) -> None:
+        if value is None:
+            return
+        try:
+            reply = codec.decode("RetrievalReply", value)
+        except codec.CodecError as exc:
+            log.warning("undecodable reply dropped: %s", exc)
+            return
+        future = self._pending.pop(reply["request_id"], None)
+        if future is None or future.done():
+            self.late_replies += 1  # another client's, or ours after it timed out
+            return
+        future.set_result(reply)
+
+    async def retrieve(
+        self,
+        query: str,
+        tenant: str,
+        *,
+        user: str | None = None,
+        anchors: Sequence[Any] = (),
+        active_task: str | None = None,
+        active_entities: Sequence[Any] = (),
+        window: tuple[datetime, datetime] | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        limit: int = 10,
+        force: bool = False,
+        timeout: float | None = None,
+        request_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Send one RetrievalRequest and wait for its reply (RetrievalTimeout otherwise)."""
+        record = {
+            "request_id": request_id or uuid.uuid4().hex,
+            "tenant_id": tenant,
+            "query": query,
+            "user_id": user,
+            "anchors": _anchors(anchors),
+            "context": {
+                "active_task": active_task,
+                "active_entities": _anchors(active_entities),
+                "time_window": {"from": window[0], "to": window[1]} if window else None,
+            },
+            "as_of": as_of,
+            "known_at": known_at,
+            "limit": limit,
+            "force": force,
+        }
+        return await self.send(record, timeout=timeout)
+
+    async def send(self, record: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        """Send a request record as is (missing addressing filled in) and await the reply."""
+        if self._producer is None:
+            raise MemoryClientError("the client is not started: use `async with MemoryClient(…)`")
+        seconds = timeout if timeout is not None else self._timeout
+        request_id = str(record.get("request_id") or uuid.uuid4().hex)
+        deadline_ms = int((time.time() + seconds) * 1000)
+        record = {
+            **record,
+            "request_id": request_id,
+            "reply_to": self._topics.replies,
+            "reply_partition": self._partition,
+            "deadline_ms": deadline_ms,
+        }
+        try:
+            value = codec.encode("RetrievalRequest", record)
+        except codec.CodecError as exc:
+            raise MemoryClientError(
+                f"request {request_id} is not a RetrievalRequest: {exc}"
+            ) from exc
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        self._pace()
+        headers = [
+            ("correlation_id", request_id.encode()),
+            ("reply_to", self._topics.replies.encode()),
+            ("reply_partition", str(self._partition).encode()),
+            ("deadline_ms", str(deadline_ms).encode()),
+        ]
+        try:
+            await self._producer.send_and_wait(
+                self._topics.requests,
+                value=value,
+                key=str(record.get("tenant_id", "")).encode(),
+                headers=headers,
+            )
+            return await asyncio.wait_for(asyncio.shield(future), seconds)
+        except TimeoutError:
+            raise RetrievalTimeout(request_id, seconds) from None
+        finally:
+            self._pending.pop(request_id, None)
+            self._pace()

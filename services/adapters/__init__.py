@@ -1,4 +1,0 @@
-"""Adapters: the concrete implementations of ``services.ports`` (one driver each).
-
-Adapters import the ports, the domain and their driver; never ``services.handlers`` nor ``streams``.
-"""

@@ -1,4 +1,0 @@
-"""Streams: the Faust app factory, the topics, and thin agents (decode → one handler → publish).
-
-No module-level ``app``: ``streams.app.create_app`` builds one per worker process.
-"""
