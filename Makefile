@@ -10,7 +10,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch 2.13.0 is pinned in the same resolution so the CPU build is used (no CUDA download).
-	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[server,dev]"
+	$(BIN)/pip install --quiet "torch==2.13.0" -e ".[server,langchain,llamaindex,dev]"
 	touch $@
 
 demo: $(BIN)/.installed
