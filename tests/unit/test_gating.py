@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memstream.services.domain.gating import HIGH_LOAD, GateDecision, find_cues, gate
+from memstream.services.domain.gating import HIGH_LOAD, GateDecision, gate
+from memstream.services.domain.lexicon import find_cues
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import RetrievalRequest
 
@@ -122,7 +123,7 @@ def test_words_inside_other_words_are_not_cues() -> None:
 
 
 def test_first_person_is_a_weak_cue() -> None:
-    from memstream.services.domain.gating import FIRST_PERSON, find_cues
+    from memstream.services.domain.lexicon import FIRST_PERSON, find_cues
 
     cues = find_cues("what music do I like?")
     assert [(c.kind, c.text, c.strong) for c in cues] == [(FIRST_PERSON, "i", False)]

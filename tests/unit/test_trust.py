@@ -12,17 +12,16 @@ from hypothesis import strategies as st
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
+from memstream.services.domain.text import agreement, tokens
 from memstream.services.domain.trust import (
     TRUST_FLOOR,
     AuthorityTable,
     StateRules,
     TrustComponents,
     TrustProfile,
-    agreement,
     cross_validation,
     entity_binding,
     state_consistency,
-    tokens,
     trust_score,
 )
 

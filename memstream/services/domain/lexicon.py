@@ -1,0 +1,252 @@
+"""Lexicon: the words and exact terms a query carries, which gating and fusion both read.
+
+Cue lexicons (English and Chinese): time words ("yesterday", "上次"), possessives ("my",
+"我的"), state verbs ("returned", "退货"), anaphora ("that one", "它"), first person; and
+``exact_terms``: quoted strings, ids and model numbers, upper-case codes, connector names,
+colours and numbers. ``find_cues`` lists every cue of a query with its strength.
+Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Cue kinds, as they appear in reasons.
+TIME_WORD = "time word"
+POSSESSIVE = "possessive"
+STATE_VERB = "state verb"
+ANAPHORA = "anaphora"
+FIRST_PERSON = "first person"
+ENTITY_ID = "entity id"
+EXACT_ATTRIBUTE = "exact attribute"
+EXPLICIT_TIME = "explicit time"
+CONTEXT = "context"
+
+# (phrase, strong). A strong cue alone makes memory worth fetching even under load; a weak one
+# ("when", "it") is often generic ("when was the Eiffel tower built?").
+_TIME_WORDS_EN = (
+    *(
+        (w, True)
+        for w in (
+            "yesterday",
+            "last week",
+            "last month",
+            "last year",
+            "last time",
+            "ago",
+            "earlier",
+            "previously",
+            "recently",
+            "lately",
+            "this morning",
+        )
+    ),
+    *((w, False) for w in ("when", "before", "since")),
+)
+_TIME_WORDS_ZH = (
+    *(
+        (w, True)
+        for w in ("上次", "昨天", "前天", "之前", "最近", "上周", "上个月", "去年", "刚才", "以前")
+    ),
+    *((w, False) for w in ("什么时候", "何时")),
+)
+_POSSESSIVES_EN = tuple((w, True) for w in ("my", "mine", "our", "ours"))
+_POSSESSIVES_ZH = tuple((w, True) for w in ("我的", "我们的", "咱们的"))
+_STATE_VERBS_EN = tuple(
+    (w, True)
+    for w in (
+        "returned",
+        "ordered",
+        "complained",
+        "bought",
+        "purchased",
+        "status",
+        "still",
+        "resolved",
+        "refunded",
+        "shipped",
+        "delivered",
+        "cancelled",
+        "canceled",
+        "paid",
+        "reported",
+        "escalated",
+        "pending",
+        "tracking",
+    )
+)
+_STATE_VERBS_ZH = tuple(
+    (w, True)
+    for w in (
+        "退货",
+        "买了",
+        "购买",
+        "投诉",
+        "状态",
+        "退款",
+        "发货",
+        "到货",
+        "下单",
+        "订单",
+        "取消",
+        "解决",
+        "还没",
+    )
+)
+# "do I like jazz?" asks about the user, but "can I pay by card?" does not: weak cues.
+_FIRST_PERSON_EN = tuple((w, False) for w in ("i", "me", "we", "us", "i'm", "i've", "i'd"))
+_FIRST_PERSON_ZH = tuple((w, False) for w in ("我", "我们"))
+_ANAPHORA_EN = tuple(
+    (w, False) for w in ("that one", "this one", "the same one", "the other one", "it", "them")
+)
+_ANAPHORA_ZH = tuple((w, False) for w in ("那个", "这个", "那款", "这款", "那件", "它们", "它"))
+
+_LEXICON: tuple[tuple[str, tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]], ...] = (
+    (POSSESSIVE, _POSSESSIVES_EN, _POSSESSIVES_ZH),
+    (STATE_VERB, _STATE_VERBS_EN, _STATE_VERBS_ZH),
+    (TIME_WORD, _TIME_WORDS_EN, _TIME_WORDS_ZH),
+    (ANAPHORA, _ANAPHORA_EN, _ANAPHORA_ZH),
+    (FIRST_PERSON, _FIRST_PERSON_EN, _FIRST_PERSON_ZH),
+)
+
+
+def _english(phrase: str) -> re.Pattern[str]:
+    words = r"\s+".join(re.escape(word) for word in phrase.split())
+    return re.compile(rf"(?<![a-z0-9]){words}(?![a-z0-9])", re.IGNORECASE)
+
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str], str, bool], ...] = tuple(
+    (kind, _english(phrase), phrase, strong)
+    for kind, english, _ in _LEXICON
+    for phrase, strong in english
+)
+_CHINESE: tuple[tuple[str, str, bool], ...] = tuple(
+    (kind, phrase, strong) for kind, _, chinese in _LEXICON for phrase, strong in chinese
+)
+
+# --- exact terms -----------------------------------------------------------------------------
+
+_QUOTED = re.compile(
+    r"\"([^\"]{1,80})\"|“([^”]{1,80})”|「([^」]{1,80})」"
+    r"|(?<![A-Za-z0-9])'([^']{2,80})'(?![A-Za-z0-9])"  # not the apostrophe of "what's"
+)
+# Letters and digits mixed, hyphens allowed: model numbers, ids, sizes ("XR-500", "C-17", "65W").
+_ALNUM_ID = re.compile(
+    r"(?<![A-Za-z0-9])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
+    r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?(?![A-Za-z0-9])"
+)
+# Upper-case codes with a hyphenated part: connectors and standards ("USB-C", "WI-FI").
+_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?:-[A-Z0-9]+)+(?![A-Za-z0-9])")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9])")
+_PORTS = ("hdmi", "displayport", "thunderbolt", "lightning", "ethernet", "micro-usb", "usb")
+_COLOURS_EN = (
+    "black",
+    "white",
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "orange",
+    "purple",
+    "pink",
+    "brown",
+    "grey",
+    "gray",
+    "silver",
+    "gold",
+    "navy",
+    "beige",
+)
+_COLOURS_ZH = (
+    "黑色",
+    "白色",
+    "红色",
+    "蓝色",
+    "绿色",
+    "黄色",
+    "橙色",
+    "紫色",
+    "粉色",
+    "灰色",
+    "银色",
+    "金色",
+)
+_WORD_TERMS = tuple((word, _english(word)) for word in (*_PORTS, *_COLOURS_EN))
+
+
+def exact_terms(query: str) -> tuple[str, ...]:
+    """The exact attributes a query names, in order of appearance, without repeats.
+
+    Quoted strings, ids and model numbers (letters mixed with digits), upper-case codes
+    ("USB-C"), connector names, colours (English and Chinese) and standalone numbers.
+    """
+    found: list[tuple[int, str]] = []
+    spans: list[tuple[int, int]] = []
+
+    def add(start: int, end: int, text: str) -> None:
+        if any(start < e and s < end for s, e in spans):
+            return  # inside a term already found (a number within "XR-500")
+        spans.append((start, end))
+        found.append((start, text))
+
+    for match in _QUOTED.finditer(query):
+        text = next(group for group in match.groups() if group is not None)
+        add(match.start(), match.end(), text.strip())
+    for pattern in (_CODE, _ALNUM_ID):
+        for match in pattern.finditer(query):
+            add(match.start(), match.end(), match.group(0))
+    for _, pattern in _WORD_TERMS:
+        for match in pattern.finditer(query):
+            add(match.start(), match.end(), match.group(0))
+    for colour in _COLOURS_ZH:
+        start = query.find(colour)
+        if start >= 0:
+            add(start, start + len(colour), colour)
+    for match in _NUMBER.finditer(query):
+        add(match.start(), match.end(), match.group(0))
+    unique: dict[str, None] = {}
+    for _, text in sorted(found):
+        if text:
+            unique.setdefault(text, None)
+    return tuple(unique)
+
+
+def _is_id_like(term: str) -> bool:
+    """Letters and digits, and long or hyphenated: "XR-500", "C-17", "ORD12345" (not "5G")."""
+    mixed = re.search(r"\d", term) and re.search(r"[A-Za-z]", term)
+    return bool(mixed and ("-" in term or "_" in term or len(term) >= 5))
+
+
+# --- cues ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    """One reason a query depends on memory: its kind, the words found, and its strength."""
+
+    kind: str
+    text: str
+    strong: bool
+
+    def describe(self) -> str:
+        return f"{self.kind} '{self.text}'"
+
+
+def find_cues(query: str) -> tuple[Cue, ...]:
+    """Every memory cue in the query text, in lexicon order (possessives first)."""
+    cues: list[Cue] = []
+    lowered = query.casefold()
+    for kind, pattern, phrase, strong in _PATTERNS:
+        if pattern.search(query):
+            cues.append(Cue(kind, phrase, strong))
+    for kind, phrase, strong in _CHINESE:
+        if phrase in lowered:
+            cues.append(Cue(kind, phrase, strong))
+    for term in exact_terms(query):
+        if _is_id_like(term):
+            cues.append(Cue(ENTITY_ID, term, True))
+        else:
+            cues.append(Cue(EXACT_ATTRIBUTE, term, False))
+    order = {kind: i for i, kind in enumerate((POSSESSIVE, STATE_VERB, TIME_WORD, ENTITY_ID))}
+    return tuple(sorted(cues, key=lambda cue: order.get(cue.kind, len(order))))
