@@ -12,6 +12,7 @@ Must not import streams.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 import tempfile
 import time
@@ -51,6 +52,7 @@ class Options:
     suites: tuple[str, ...] = ALL_SUITES
     concurrency: int = 8
     datasets: Path | None = None
+    embedding_cache: Path | None = None
 
     def describe(self) -> dict[str, str]:
         def shown(value: int | None) -> str:
@@ -134,10 +136,31 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
     return suites
 
 
-def embed_all(model: Any, texts: Sequence[str], console: Console) -> dict[str, np.ndarray]:
-    """Every distinct text embedded once (batches of 256), as float32 unit vectors."""
+def _cache_file(cache: Path, model: Any) -> Path:
+    tag = hashlib.sha256(repr(getattr(model, "cache_tag", type(model))).encode()).hexdigest()
+    return cache / f"embeddings-{tag[:12]}.npz"
+
+
+def embed_all(
+    model: Any, texts: Sequence[str], console: Console, cache: Path | None = None
+) -> dict[str, np.ndarray]:
+    """Every distinct text embedded once (batches of 256), as float32 unit vectors.
+
+    With ``cache`` (a folder), vectors of texts embedded by an earlier run of the same model are
+    read back from ``embeddings-<model>.npz`` there and the new ones added to it."""
     distinct = list(dict.fromkeys(texts))
     vectors: dict[str, np.ndarray] = {}
+    known: dict[str, np.ndarray] = {}
+    if cache is not None and _cache_file(cache, model).is_file():
+        with np.load(_cache_file(cache, model)) as stored:
+            known = {key: stored[key] for key in stored.files}
+    keys = {text: hashlib.sha256(text.encode()).hexdigest() for text in distinct}
+    for text in distinct:
+        if keys[text] in known:
+            vectors[text] = known[keys[text]]
+    if vectors:
+        console.print(f"  {len(vectors)} vectors read from the embedding cache")
+    distinct = [text for text in distinct if text not in vectors]
     started = time.perf_counter()
     for start in range(0, len(distinct), 256):
         batch = distinct[start : start + 256]
@@ -147,6 +170,10 @@ def embed_all(model: Any, texts: Sequence[str], console: Console) -> dict[str, n
         if done % 2048 < 256 or done == len(distinct):
             rate = done / (time.perf_counter() - started)
             console.print(f"  embedded {done}/{len(distinct)} texts ({rate:.0f}/s)")
+    if cache is not None and distinct:
+        cache.mkdir(parents=True, exist_ok=True)
+        known.update({keys[text]: vector for text, vector in vectors.items()})
+        np.savez(_cache_file(cache, model), **known)  # type: ignore[arg-type]
     return vectors
 
 
@@ -277,11 +304,13 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user
     settings = Settings(data_dir=data_dir, broker="unused", model_path=base.model_path)
     clock = time.perf_counter()
-    model = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    model_path = resolve_model_path(settings)
+    model = SentenceTransformerEmbedder.load(model_path)
+    model.cache_tag = str(model_path)  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")
-    vectors = embed_all(model, texts, console)
+    vectors = embed_all(model, texts, console, options.embedding_cache)
     stages["embed (once, all systems)"] = time.perf_counter() - clock
 
     stack = _StackWithoutBroker(settings, write_runtime=False)

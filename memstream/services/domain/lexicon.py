@@ -250,3 +250,55 @@ def find_cues(query: str) -> tuple[Cue, ...]:
             cues.append(Cue(EXACT_ATTRIBUTE, term, False))
     order = {kind: i for i, kind in enumerate((POSSESSIVE, STATE_VERB, TIME_WORD, ENTITY_ID))}
     return tuple(sorted(cues, key=lambda cue: order.get(cue.kind, len(order))))
+
+
+# --- who the question is about ---------------------------------------------------------------
+
+# A question that opens by asking what the speaker may or how to do something asks for general
+# information — a rule, a how-to, a fact — even when it names their things: "can I return my
+# headphones after a month?" is answered by the return policy. Lower case, whole words.
+_GENERAL_OPENINGS_EN = (
+    "can i",
+    "could i",
+    "may i",
+    "should i",
+    "shall i",
+    "must i",
+    "do i need",
+    "do i have to",
+    "how do i",
+    "how can i",
+    "how should i",
+    "where can i",
+    "where do i",
+    "am i allowed",
+    "am i able",
+    "is it possible",
+    "what happens if i",
+)
+_GENERAL_OPENINGS_ZH = ("我可以", "我能", "我该", "我应该", "我需要", "可以", "能不能", "是否可以")
+# Requests to the agent, not about the speaker: "tell me about the warranty".
+_HELP_FRAMES_EN = ("tell me", "show me", "give me", "help me", "let me know", "let me", "send me")
+_HELP_FRAMES_ZH = ("告诉我", "给我", "帮我", "请问")
+_OPENING_NOISE = re.compile(r"^(?:\W|hi|hello|hey|please|so|and|ok|okay|um)+", re.IGNORECASE)
+
+
+def about_the_speaker(query: str) -> bool:
+    """Whether the query asks about the speaker's own history or things ("what did I buy?",
+    "the headphones I looked at", "my complaint", "我上次买的") rather than for general
+    information ("can I pay by card?", "tell me about the XR-500", "我可以退货吗").
+
+    True when a first-person or possessive word remains once the help frames ("tell me", "show
+    me", "告诉我") are set aside, unless the question opens with an ability or rule frame ("can
+    I", "how do I", "is it possible", "我可以", "能不能").
+    """
+    text = _OPENING_NOISE.sub("", query.strip()).casefold()
+    if any(re.match(rf"{re.escape(o)}(?![a-z0-9])", text) for o in _GENERAL_OPENINGS_EN):
+        return False
+    if any(text.startswith(opening) for opening in _GENERAL_OPENINGS_ZH):
+        return False
+    for frame in _HELP_FRAMES_EN:
+        text = _english(frame).sub(" ", text)
+    for frame in _HELP_FRAMES_ZH:
+        text = text.replace(frame, " ")
+    return any(cue.kind in (POSSESSIVE, FIRST_PERSON) for cue in find_cues(text))

@@ -330,10 +330,23 @@ DEFAULT_PROFILE = TrustProfile()
 # A component is never taken below this, so that one zero (another customer, an expired fact)
 # weighs heavily without erasing the evidence of the others.
 TRUST_FLOOR = 0.01
+# Recency has its own, much lower floor: 2^-RECENCY_HORIZON, i.e. a memory keeps losing trust
+# with every half-life up to RECENCY_HORIZON half-lives of age. With the common floor (0.01,
+# reached after 6.6 half-lives) a three-year-old browsing event (36 half-lives of 30 days,
+# recency 9e-12) kept 0.01^0.2 = 0.40 of its trust against ~0.97 for last week's: the floor
+# bought decay back, and a 2.4x relevance edge was enough to win. See ``decay_margin``.
+RECENCY_HORIZON = 32
+RECENCY_FLOOR = 2.0**-RECENCY_HORIZON
+
+
+def _floored(score: float, floor: float) -> float:
+    return min(1.0, max(floor, score))
 
 
 def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PROFILE) -> float:
-    """The weighted GEOMETRIC mean of the components (each clamped to [FLOOR, 1]), in [0, 1].
+    """The weighted GEOMETRIC mean of the components, in [0, 1].
+
+    Each component is clamped to [TRUST_FLOOR, 1], recency to [RECENCY_FLOOR, 1].
 
     Why geometric, not arithmetic: trust is a conjunction — a memory must be from a credible
     source AND about this entity AND still fresh AND in a usable state. With a weighted mean a
@@ -343,12 +356,41 @@ def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PRO
     component cannot buy back a failed one.
     """
     pairs = (
-        (components.authority, profile.authority),
-        (components.recency, profile.recency),
-        (components.binding, profile.binding),
-        (components.state, profile.state),
-        (components.cross_validation, profile.cross_validation),
+        (_floored(components.authority, TRUST_FLOOR), profile.authority),
+        (_floored(components.recency, RECENCY_FLOOR), profile.recency),
+        (_floored(components.binding, TRUST_FLOOR), profile.binding),
+        (_floored(components.state, TRUST_FLOOR), profile.state),
+        (_floored(components.cross_validation, TRUST_FLOOR), profile.cross_validation),
     )
     total = sum(weight for _, weight in pairs)
-    log_sum = sum(weight * math.log(min(1.0, max(TRUST_FLOOR, score))) for score, weight in pairs)
+    log_sum = sum(weight * math.log(score) for score, weight in pairs)
     return min(1.0, max(0.0, math.exp(log_sum / total)))
+
+
+def decay_margin(half_lives: float, profile: TrustProfile = DEFAULT_PROFILE) -> float:
+    """How many times more relevant a memory ``half_lives`` older than another must be to
+    outscore it, everything else equal (same entity, fact type, source and state).
+
+    Rule: every half-life of age divides trust by ``2^(w_r/W)`` (w_r the recency weight, W the
+    sum of the weights) and, through final = relevance^(1−α)·trust^α, the final score by
+    ``2^(α·w_r/W)``; relevance must make that up: margin = ``2^(n·α·w_r / (W·(1−α)))``. With
+    the default profile (w_r/W = 0.2, α = 0.5): 2^(0.2·n) — 1.15x for one half-life, 2x for
+    five, 4x for ten, 84x from RECENCY_HORIZON (32) on. Relevance lies in [0, 1], so from ten
+    half-lives on an old memory wins only if the fresh one is nearly unrelated to the question
+    (relevance below a quarter of the old one's): that is "far higher", and deliberate — an
+    old memory that is much more on topic than a fresh one may well be what is asked about,
+    but a small edge in wording must never revive it. ``inf`` when α = 1 (relevance counts for
+    nothing) and 1 for a profile that gives recency no weight.
+    """
+    weights = (
+        profile.authority,
+        profile.recency,
+        profile.binding,
+        profile.state,
+        profile.cross_validation,
+    )
+    n = min(max(0.0, half_lives), float(RECENCY_HORIZON))
+    share = profile.recency / sum(weights)
+    if profile.alpha >= 1.0:
+        return math.inf if share > 0 and n > 0 else 1.0
+    return float(2.0 ** (n * profile.alpha * share / (1.0 - profile.alpha)))

@@ -151,7 +151,7 @@ def error_reply(
 
 def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, Any]:
     c, s = result.candidate, result.scores
-    binding = entity_binding(c.anchors, request.anchors)
+    binding_kind = result.binding_kind or entity_binding(c.anchors, request.anchors).kind
     return {
         "memory_key": c.memory_key,
         "version": c.version,
@@ -178,7 +178,7 @@ def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, 
             "trust": s.trust,
             "final": s.final,
         },
-        "binding_kind": binding.kind,
+        "binding_kind": binding_kind,
         "conflicts_with": list(result.conflicts_with),
         "rendered": result.rendered,
     }
