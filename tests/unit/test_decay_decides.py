@@ -56,6 +56,7 @@ ages = st.floats(min_value=0, max_value=4000).map(lambda d: timedelta(days=d))
 relevances = st.floats(min_value=0.05, max_value=1.0)
 
 
+@settings(deadline=None)
 @given(ages, ages, relevances)
 def test_all_else_equal_older_never_scores_higher(a: timedelta, b: timedelta, rel: float) -> None:
     older, newer = max(a, b), min(a, b)
@@ -66,6 +67,7 @@ def test_all_else_equal_older_never_scores_higher(a: timedelta, b: timedelta, re
     assert final["old"] <= final["new"] + 1e-12
 
 
+@settings(deadline=None)
 @given(st.floats(min_value=0, max_value=1e6), st.floats(min_value=0, max_value=1e6))
 def test_recency_component_is_monotone_in_age(a: float, b: float) -> None:
     parts = (1.0, 1.0, 0.8, 0.5)
@@ -77,7 +79,7 @@ def test_recency_component_is_monotone_in_age(a: float, b: float) -> None:
     )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     st.floats(min_value=10, max_value=60),  # half-lives between the two
     st.floats(min_value=0.2, max_value=1.0),  # the fresh memory's relevance
@@ -103,7 +105,7 @@ def test_the_margin_is_the_stated_formula() -> None:
     assert math.isinf(decay_margin(3, TrustProfile(alpha=1.0)))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(st.floats(min_value=1, max_value=30), st.floats(min_value=0.3, max_value=0.9))
 def test_the_margin_is_what_the_ranking_does(half_lives: float, fresh_relevance: float) -> None:
     """Just under the margin the fresh memory wins; just over it the old one does."""

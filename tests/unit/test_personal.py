@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstream.services.domain.lexicon import about_the_speaker
@@ -131,6 +131,7 @@ days = st.integers(min_value=0, max_value=2000)
 sources = st.sampled_from(["clickstream", "crm", "erp", "catalog", "official", "forum"])
 
 
+@settings(deadline=None)
 @given(
     st.lists(st.tuples(vectors, days, sources), min_size=1, max_size=5),
     st.lists(st.tuples(vectors, days, sources), min_size=1, max_size=5),
@@ -153,6 +154,7 @@ def test_relevant_user_memories_outrank_every_unbound_one(
             assert i < first_unbound
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(vectors, days, sources), min_size=2, max_size=6))
 def test_without_a_personal_question_precedence_plays_no_part(
     items: list[tuple[float, int, str]],

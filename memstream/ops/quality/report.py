@@ -71,6 +71,65 @@ def targets(scores: Scores) -> list[str]:
     return lines
 
 
+GATE_FALSE_SKIP_TARGET = 0.02
+GATE_INVALID_TARGET = 0.10
+
+
+def gate_section(scores: Scores) -> list[str]:
+    """The gate on the labelled set, next to "always retrieve"."""
+    g = scores.gate["all"]
+    out = ["## The gate on the labelled set (asked without force)", ""]
+    out += _table(
+        [
+            "policy",
+            "questions",
+            "false-skip rate ↓",
+            "invalid-query rate ↓",
+            "invalid share of retrievals ↓",
+        ],
+        [
+            [
+                "memstream's gate",
+                str(int(g["n"])),
+                _pct(g["false-skip rate"]),
+                _pct(g["invalid-query rate"]),
+                _pct(g["invalid share of retrievals"]),
+            ],
+            [
+                "always retrieve",
+                str(int(g["n"])),
+                _pct(0.0),
+                _pct(1.0),
+                _pct(g["always retrieve: invalid share of retrievals"]),
+            ],
+        ],
+    )
+    out += [
+        "False skip: a question that depends on memory came back skipped. Invalid query: a "
+        "question that does not (small talk, general knowledge, arithmetic, an instruction) was "
+        "answered from memory. Mean reply latency: skipped "
+        f"{g['mean latency ms, skipped']:.1f} ms, answered "
+        f"{g['mean latency ms, answered']:.1f} ms.",
+        "",
+        f"- gate false-skip ≤ {GATE_FALSE_SKIP_TARGET:.0%}: **"
+        + ("met" if g["false-skip rate"] <= GATE_FALSE_SKIP_TARGET else "MISSED")
+        + f"** ({g['false-skip rate']:.1%})",
+        f"- gate invalid-query rate ≤ {GATE_INVALID_TARGET:.0%}: **"
+        + ("met" if g["invalid-query rate"] <= GATE_INVALID_TARGET else "MISSED")
+        + f"** ({g['invalid-query rate']:.1%})",
+        "",
+    ]
+    rows = [
+        [group, str(int(v["n"])), _pct(v["answered"])]
+        for group, v in scores.gate.items()
+        if group != "all"
+    ]
+    out += _table(["group", "n", "answered from memory"], rows)
+    out += [f"**gate errors** ({len(scores.gate_misses)} listed)", ""]
+    out += [f"- {line}" for line in scores.gate_misses[:60]] or ["- none"]
+    return [*out, ""]
+
+
 def markdown(
     scores: Scores,
     runs: Sequence[SuiteRun],
@@ -153,6 +212,8 @@ def markdown(
             listed = ", ".join(f"{reason}: {n}" for reason, n in why.items()) or "none"
             out += [f"- memstream's misses in {suite}: {listed}"]
         out += [""]
+    if scores.gate:
+        out += gate_section(scores)
     out += ["## What each system is given", ""]
     out += [f"- {line}" for line in METHOD] + [""]
     out += ["## memstream's misses, with the scores from its replies", ""]
@@ -242,3 +303,10 @@ def print_headline(scores: Scores, console: Console) -> None:
     console.print(table)
     for line in targets(scores):
         console.print(line.replace("**", ""))
+    if scores.gate:
+        g = scores.gate["all"]
+        console.print(
+            f"gate (labelled set, {int(g['n'])} questions): false-skip "
+            f"{g['false-skip rate']:.1%}, invalid-query {g['invalid-query rate']:.1%} "
+            "(always retrieve: 0.0 %, 100.0 %)"
+        )

@@ -27,6 +27,7 @@ import numpy as np
 from rich.console import Console
 
 from memstream.ops.quality.baselines import TenantCorpus, build_corpora
+from memstream.ops.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.ops.quality.suite import Question, Suite, doc_id
 from memstream.ops.stack import EmbeddedStack
 from memstream.services.settings import Settings
@@ -79,6 +80,7 @@ class SuiteRun:
     dead_letters: int = 0
     errors: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    gate: list[GateOutcome] = field(default_factory=list)  # the gate set's questions, unforced
 
 
 class CachedEmbedder:
@@ -240,6 +242,32 @@ async def _ask_memstream(
     return [[r["version_id"] for r in rs] for rs in replies], list(replies), errors
 
 
+async def _ask_gate(
+    local: Any, questions: Sequence[GateQuestion], concurrency: int
+) -> list[GateOutcome]:
+    """The gate set's questions of one suite, asked as an agent would: without ``force``."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(question: GateQuestion) -> GateOutcome:
+        request = {
+            "request_id": f"g-{uuid.uuid4().hex[:12]}",
+            "tenant_id": question.tenant_id,
+            "query": question.query,
+            "limit": 10,
+            **question.request,
+        }
+        async with limit:
+            reply = await local.retrieve(request)
+        return GateOutcome(
+            question,
+            reply.get("status") == "ok",
+            str((reply.get("gate") or {}).get("reason", "")),
+            float((reply.get("latency_ms") or {}).get("total", 0.0)),
+        )
+
+    return list(await asyncio.gather(*(one(q) for q in questions)))
+
+
 async def run_suites(
     settings: Settings,
     suites: Sequence[Suite],
@@ -247,6 +275,7 @@ async def run_suites(
     vectors: Mapping[str, np.ndarray],
     options: Options,
     console: Console,
+    gate_questions: Sequence[GateQuestion] = (),
 ) -> list[SuiteRun]:
     from memstream.ops.local import LocalMemstream
 
@@ -282,6 +311,11 @@ async def run_suites(
                 for name, ids in found.items():
                     run.rankings[name].append(ids)
             run.seconds["baseline questions"] = time.perf_counter() - started
+            mine = [q for q in gate_questions if q.suite == suite.name]
+            if mine:
+                started = time.perf_counter()
+                run.gate = await _ask_gate(local, mine, options.concurrency)
+                run.seconds["gate set"] = time.perf_counter() - started
             runs.append(run)
     finally:
         await local.stop()
@@ -309,6 +343,8 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     model.cache_tag = str(model_path)  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
+    gate_questions = gate_set(suites, options.seed)
+    texts += [q.query for q in gate_questions]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")
     vectors = embed_all(model, texts, console, options.embedding_cache)
     stages["embed (once, all systems)"] = time.perf_counter() - clock
@@ -322,7 +358,9 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         embedder = CachedEmbedder(vectors, model)
         stages["start stack"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        runs = asyncio.run(run_suites(resolved, suites, embedder, vectors, options, console))
+        runs = asyncio.run(
+            run_suites(resolved, suites, embedder, vectors, options, console, gate_questions)
+        )
         stages["ingest + ask"] = time.perf_counter() - clock
         if embedder.misses:
             console.print(f"[yellow]memstream embedded {embedder.misses} texts not cached[/]")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memstream.ops.quality import metrics
+from memstream.ops.quality.gate_set import gate_rates
 from memstream.ops.quality.runner import REPORTED, SuiteRun
 from memstream.ops.quality.suite import Question
 
@@ -36,6 +37,8 @@ class Scores:
     sgd_counts: dict[str, int] = field(default_factory=dict)
     sgd_misses: dict[str, dict[str, int]] = field(default_factory=dict)  # suite → why → count
     examples: dict[str, list[str]] = field(default_factory=dict)  # suite → lines
+    gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
+    gate_misses: list[str] = field(default_factory=list)
 
     def headline(self) -> dict[str, dict[str, float | None]]:
         """system → the headline figures (None where a suite did not run)."""
@@ -184,8 +187,22 @@ def score_sgd(run: SuiteRun, scores: Scores) -> None:
     scores.examples[run.suite.name] = lines
 
 
+def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
+    outcomes = [o for run in runs for o in run.gate]
+    if not outcomes:
+        return
+    scores.gate = gate_rates(outcomes)
+    scores.gate_misses = [
+        f"{'false skip' if o.question.needs_memory else 'let through'} · {o.question.group} · "
+        f"“{o.question.query}” {dict(o.question.request)} — {o.reason}"
+        for o in outcomes
+        if o.answered != o.question.needs_memory
+    ]
+
+
 def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
+    score_gate(runs, scores)
     for run in runs:
         if run.suite.name == "traps":
             score_traps(run, scores)

@@ -280,7 +280,9 @@ _GENERAL_OPENINGS_ZH = ("我可以", "我能", "我该", "我应该", "我需要
 # Requests to the agent, not about the speaker: "tell me about the warranty".
 _HELP_FRAMES_EN = ("tell me", "show me", "give me", "help me", "let me know", "let me", "send me")
 _HELP_FRAMES_ZH = ("告诉我", "给我", "帮我", "请问")
-_OPENING_NOISE = re.compile(r"^(?:\W|hi|hello|hey|please|so|and|ok|okay|um)+", re.IGNORECASE)
+_OPENING_NOISE = re.compile(
+    r"^(?:\W+|(?:hi|hello|hey|please|so|and|ok|okay|um)(?![a-z0-9]))+", re.IGNORECASE
+)
 
 
 def about_the_speaker(query: str) -> bool:
@@ -302,3 +304,253 @@ def about_the_speaker(query: str) -> bool:
     for frame in _HELP_FRAMES_ZH:
         text = text.replace(frame, " ")
     return any(cue.kind in (POSSESSIVE, FIRST_PERSON) for cue in find_cues(text))
+
+
+# --- talk that needs no memory ---------------------------------------------------------------
+
+SMALL_TALK = "small talk"
+ARITHMETIC = "arithmetic"
+INSTRUCTION = "instruction to the agent"
+
+_SMALL_TALK_EN = (
+    "hi",
+    "hello",
+    "hey",
+    "good morning",
+    "good afternoon",
+    "good evening",
+    "good night",
+    "thanks",
+    "thank you",
+    "thx",
+    "cheers",
+    "bye",
+    "goodbye",
+    "see you",
+    "see ya",
+    "take care",
+    "how are you",
+    "how are you doing",
+    "how's it going",
+    "how is it going",
+    "what's up",
+    "nice to meet you",
+    "you're welcome",
+    "no problem",
+    "ok",
+    "okay",
+    "cool",
+    "great",
+    "awesome",
+    "perfect",
+    "got it",
+    "sounds good",
+    "lol",
+    "haha",
+    "sorry",
+    "never mind",
+    "yes",
+    "no",
+    "sure",
+    "who are you",
+    "are you a bot",
+    "are you human",
+    "what's your name",
+    "what is your name",
+    "have a nice day",
+    "have a good day",
+    "you're great",
+    "i'm fine",
+    "i am fine",
+    "i'm good",
+    "fine",
+)
+# Words that only pad small talk ("thanks a lot", "hi there, how are you today?").
+_FILLER_WORDS = (
+    "there so much a lot very you again too everyone all guys mate buddy friend today doing and "
+    "really for the help your it is that's nice well oh ah just have day evening morning night"
+)
+_SMALL_TALK_FILLER = frozenset(_FILLER_WORDS.split())
+_SMALL_TALK_ZH = (
+    "你好",
+    "您好",
+    "谢谢",
+    "多谢",
+    "再见",
+    "拜拜",
+    "早上好",
+    "晚上好",
+    "晚安",
+    "哈哈",
+    "好的",
+    "嗯",
+    "没事",
+    "不客气",
+    "你是谁",
+    "你是机器人吗",
+    "你好吗",
+    "辛苦了",
+)
+_SMALL_TALK_WORDS = tuple(_english(phrase) for phrase in _SMALL_TALK_EN)
+_OPERATOR = (
+    r"(?:[+*/×÷^x]|\s-\s|plus|minus|times|divided\s+by|multiplied\s+by|over|to\s+the\s+power"
+    r"\s+of|percent\s+of|%\s+of|mod|加|减|乘以|除以)"
+)
+_ARITHMETIC = re.compile(
+    rf"(?<![A-Za-z-])\d+(?:[.,]\d+)?\s*{_OPERATOR}\s*\d+(?:[.,]\d+)?"
+    r"|square\s+root\s+of\s+\d|\d+\s*(?:squared|cubed)\b|平方根|\d+\s*的平方",
+    re.IGNORECASE,
+)
+_INSTRUCTION_OPENINGS_EN = (
+    "write",
+    "translate",
+    "summarize",
+    "summarise",
+    "rewrite",
+    "rephrase",
+    "paraphrase",
+    "draft",
+    "compose",
+    "generate",
+    "create a",
+    "make a",
+    "make it",
+    "convert",
+    "format",
+    "correct",
+    "proofread",
+    "brainstorm",
+    "tell me a joke",
+    "tell me a story",
+    "act as",
+    "pretend",
+    "ignore",
+    "respond",
+    "answer in",
+    "reply in",
+    "reply with",
+    "use a",
+    "be more",
+    "be less",
+    "be brief",
+    "be concise",
+    "keep it",
+    "keep your",
+    "shorten",
+    "expand",
+    "continue",
+    "stop",
+    "list three",
+    "list five",
+    "give me a list",
+    "give me an example",
+    "give me some ideas",
+    "sort",
+    "calculate",
+    "compute",
+    "solve",
+    "spell",
+    "count",
+    "say",
+    "from now on",
+)
+_INSTRUCTION_OPENINGS_ZH = (
+    "翻译",
+    "总结",
+    "写一",
+    "帮我写",
+    "请写",
+    "请用",
+    "用中文",
+    "用英文",
+    "请翻译",
+    "请总结",
+    "给我讲个",
+    "讲个笑话",
+    "计算",
+    "算一下",
+    "回答要",
+    "请简短",
+    "以后请",
+    "不要",
+)
+
+
+def _small_talk(query: str) -> str | None:
+    text = query.casefold()
+    for phrase in _SMALL_TALK_ZH:
+        if phrase in text:
+            text = text.replace(phrase, " ")
+            found = phrase
+            if not re.sub(r"[\s\W吗呢啊呀吧哦]+", "", text):
+                return found
+    matched: str | None = None
+    for phrase, pattern in zip(_SMALL_TALK_EN, _SMALL_TALK_WORDS, strict=True):
+        if pattern.search(text):
+            matched = matched or phrase
+            text = pattern.sub(" ", text)
+    if matched is None:
+        return None
+    rest = [w for w in re.findall(r"[\w']+", text) if w not in _SMALL_TALK_FILLER]
+    return matched if not rest else None
+
+
+def chatter(query: str) -> tuple[str, str] | None:
+    """(kind, text) when the query needs no memory by its form: small talk ("thanks a lot!",
+    "你好"), arithmetic ("what is 17 * 23?"), or an instruction to the agent ("translate this
+    into French", "be more concise", "翻译成英文"); else None."""
+    talk = _small_talk(query)
+    if talk is not None:
+        return SMALL_TALK, talk
+    sum_ = _ARITHMETIC.search(query)
+    if sum_ is not None:
+        return ARITHMETIC, sum_.group(0)
+    text = _OPENING_NOISE.sub("", query.strip()).casefold()
+    for opening in _INSTRUCTION_OPENINGS_EN:
+        if re.match(rf"{re.escape(opening)}(?![a-z0-9])", text):
+            return INSTRUCTION, opening
+    for opening in _INSTRUCTION_OPENINGS_ZH:
+        if text.startswith(opening):
+            return INSTRUCTION, opening
+    return None
+
+
+# --- words that name something ---------------------------------------------------------------
+
+# Words every question uses: finding them in memory says nothing about what memory holds.
+_COMMON = (
+    "a an the of to in on at for with about from by into over under after before and or but not "
+    "no yes is are was were be been being am do does did done have has had having can could "
+    "would should will shall may might must what which who whom whose when where why how that "
+    "this these those there here it its it's i me my mine we us our you your he him his she her "
+    "they them their any some all each every much many more most less few very just also only "
+    "still ever even than then so too again get got gets make made use used using tell know "
+    "think like want need please thanks thank say said go goes went come came give gave take "
+    "took see saw look looked find found one two three first last next new old good best well "
+    "time times day days week weeks month months year years today now way thing things kind "
+    "sort type lot lots something anything everything someone anyone people person way ways "
+    "really does doing don't didn't isn't aren't wasn't can't won't i'm i've i'd you're what's"
+)
+_COMMON_WORDS = frozenset(_COMMON.split())
+_LATIN_WORD = re.compile(r"[0-9a-z]+(?:[-_'][0-9a-z]+)*", re.IGNORECASE)
+_CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
+_CJK_COMMON_WORDS = (
+    "什么 怎么 哪个 哪里 为什么 是不是 有没有 可以 一个 这个 那个 我们 你们 他们 现在 时候 吗 呢"
+)
+_CJK_COMMON = frozenset(_CJK_COMMON_WORDS.split())
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """The words that can name something: Latin words of three letters or more (or with a
+    digit) that are not common question words, and the two-character runs of Chinese text."""
+    terms = {
+        word.casefold()
+        for word in _LATIN_WORD.findall(text)
+        if (len(word) >= 3 or any(ch.isdigit() for ch in word))
+        and word.casefold() not in _COMMON_WORDS
+    }
+    for run in _CJK_RUN.findall(text):
+        terms.update(
+            run[i : i + 2] for i in range(len(run) - 1) if run[i : i + 2] not in _CJK_COMMON
+        )
+    return frozenset(terms)
