@@ -19,7 +19,8 @@ from rich.table import Table
 from memstream.ops.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
 from memstream.ops.quality.scoring import ANSWERABLE, Scores
 
-TRAP_TARGET = 0.02
+TRAP_TARGET = 0.01
+HELDOUT_TARGET = 0.02
 METHOD = (
     "Baselines: the question text, searched in the question's tenant (SGD: also filtered to "
     "the dialogue's own documents, as a per-user store would be).",
@@ -59,6 +60,12 @@ def targets(scores: Scores) -> list[str]:
     if trap is not None:
         verdict = "met" if trap <= TRAP_TARGET else "MISSED"
         lines.append(f"- trap wrong-memory rate ≤ {TRAP_TARGET:.0%}: **{verdict}** ({trap:.1%})")
+    held = scores.heldout.get("memstream", {}).get("all")
+    if held is not None:
+        verdict = "met" if held <= HELDOUT_TARGET else "MISSED"
+        lines.append(
+            f"- held-out trap wrong-memory rate ≤ {HELDOUT_TARGET:.0%}: **{verdict}** ({held:.1%})"
+        )
     r5 = {s: scores.locomo.get(s, {}).get(ANSWERABLE, {}).get("recall@5") for s in REPORTED}
     mine = r5.get("memstream")
     if mine is not None:
@@ -156,26 +163,25 @@ def markdown(
         [[s, *(_cell(c, v) for c, v in row.items())] for s, row in headline.items()],
     )
     out += ["Targets (from the issue):", "", *targets(scores), ""]
-    if scores.traps:
-        out += ["## Trap suite: wrong-memory rate per family ↓", ""]
+    for title, rates, counts, forbidden in (
+        ("Trap suite", scores.traps, scores.trap_counts, scores.trap_forbidden),
+        ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
+    ):
+        if not rates:
+            continue
+        out += [f"## {title}: wrong-memory rate per family ↓", ""]
         out += [
             "Wrong = the top answer is not a right one, or a forbidden memory (retracted; another "
             "tenant's) is among the results (top 5).",
             "",
         ]
-        families = list(scores.trap_counts)
         out += _table(
             ["family", "n", *REPORTED],
-            [
-                [f, str(scores.trap_counts[f]), *(_pct(scores.traps[s].get(f)) for s in REPORTED)]
-                for f in families
-            ],
+            [[f, str(counts[f]), *(_pct(rates[s].get(f)) for s in REPORTED)] for f in counts],
         )
         out += [
             "Questions where a forbidden memory (a retracted post, another tenant's record) "
-            "was returned: "
-            + ", ".join(f"{s} {scores.trap_forbidden.get(s, 0)}" for s in REPORTED)
-            + ".",
+            "was returned: " + ", ".join(f"{s} {forbidden.get(s, 0)}" for s in REPORTED) + ".",
             "",
         ]
     if scores.locomo:

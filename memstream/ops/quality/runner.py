@@ -38,7 +38,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "locomo", "sgd")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +129,10 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
     suites: list[Suite] = []
     if "traps" in options.suites:
         suites.append(trap_suite(options.traps_per_family, now, options.seed))
+    if "heldout" in options.suites:
+        from memstream.ops.quality.heldout import heldout_suite
+
+        suites.append(heldout_suite(options.traps_per_family, now))
     if "locomo" in options.suites:
         suites.append(
             locomo_suite(root, options.locomo_conversations, options.locomo_questions, options.seed)

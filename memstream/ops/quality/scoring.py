@@ -37,6 +37,9 @@ class Scores:
     sgd_counts: dict[str, int] = field(default_factory=dict)
     sgd_misses: dict[str, dict[str, int]] = field(default_factory=dict)  # suite → why → count
     examples: dict[str, list[str]] = field(default_factory=dict)  # suite → lines
+    heldout: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    heldout_counts: dict[str, int] = field(default_factory=dict)
+    heldout_forbidden: dict[str, int] = field(default_factory=dict)
     gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
     gate_misses: list[str] = field(default_factory=list)
 
@@ -47,6 +50,7 @@ class Scores:
             locomo = self.locomo.get(system, {}).get(ANSWERABLE, {})
             rows[system] = {
                 "trap wrong-memory rate ↓": self.traps.get(system, {}).get("all"),
+                "held-out trap wrong-memory rate ↓": self.heldout.get(system, {}).get("all"),
                 "LoCoMo recall@5 (cat. 1-4) ↑": locomo.get("recall@5"),
                 "LoCoMo MRR (cat. 1-4) ↑": locomo.get("MRR"),
                 "SGD current above superseded ↑": self.sgd.get("sgd", {})
@@ -73,6 +77,11 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 
 
 def score_traps(run: SuiteRun, scores: Scores) -> None:
+    """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``."""
+    held = run.suite.name == "heldout"
+    rates = scores.heldout if held else scores.traps
+    counts = scores.heldout_counts if held else scores.trap_counts
+    forbidden = scores.heldout_forbidden if held else scores.trap_forbidden
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -80,15 +89,15 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
             verdict = metrics.answer_is_wrong(ranked, question.right, question.forbidden)
             wrong[question.group].append(verdict)
             wrong["all"].append(verdict)
-        scores.traps[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
-        scores.trap_forbidden[system] = sum(
+        rates[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
+        forbidden[system] = sum(
             1
             for question, ranked in zip(questions, run.rankings[system], strict=True)
             if question.forbidden.intersection(ranked)
         )
     for question in questions:
-        scores.trap_counts[question.group] = scores.trap_counts.get(question.group, 0) + 1
-    scores.trap_counts["all"] = len(questions)
+        counts[question.group] = counts.get(question.group, 0) + 1
+    counts["all"] = len(questions)
     lines = []
     for question, ranked, reply in zip(
         questions, run.rankings["memstream"], run.replies, strict=True
@@ -99,7 +108,7 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
                 f"{question.group} · “{question.query}” {dict(question.request)} — right: "
                 f"“{right}” — memstream: {_explain(reply)}"
             )
-    scores.examples["traps"] = lines
+    scores.examples[run.suite.name] = lines
 
 
 def _locomo_metrics(pairs: list[tuple[list[str], Question]]) -> dict[str, float]:
@@ -204,7 +213,7 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
     for run in runs:
-        if run.suite.name == "traps":
+        if run.suite.name in ("traps", "heldout"):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
