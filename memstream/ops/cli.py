@@ -83,7 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     quality.add_argument("--locomo-conversations", type=int, help="default all 10")
     quality.add_argument("--locomo-questions", type=int, help="default all (1,982)")
     quality.add_argument("--sgd-cases", type=int, help="slot chains, default all (2,629)")
-    quality.add_argument("--suites", default="traps,heldout,locomo,sgd", help="comma-separated")
+    quality.add_argument(
+        "--suites", default="traps,heldout,locomo,sgd,timeqa", help="comma-separated"
+    )
     quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
     quality.add_argument("--out", default="results", help="report folder root (default results)")
 

@@ -218,6 +218,18 @@ def markdown(
             listed = ", ".join(f"{reason}: {n}" for reason, n in why.items()) or "none"
             out += [f"- memstream's misses in {suite}: {listed}"]
         out += [""]
+    if scores.timeqa:
+        out += ["## TimeQA: the answer valid in the question's period, top 1 ↑", ""]
+        out += _table(
+            ["questions", *REPORTED],
+            [[str(scores.timeqa_count), *(_pct(scores.timeqa.get(s)) for s in REPORTED)]],
+        )
+        out += [
+            "Each (entity, relation) group's answers are versions of one memory (valid from the "
+            "period's first year); memstream is asked with as_of inside the period, the "
+            "baselines with the question text (its years included) over every version.",
+            "",
+        ]
     if scores.gate:
         out += gate_section(scores)
     out += ["## What each system is given", ""]

@@ -38,7 +38,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "heldout", "locomo", "sgd")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +139,10 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         )
     if "sgd" in options.suites:
         suites.extend(sgd_suites(root, options.sgd_cases, options.seed))
+    if "timeqa" in options.suites:
+        from memstream.ops.quality.timeqa import timeqa_suite
+
+        suites.append(timeqa_suite(root))
     return suites
 
 

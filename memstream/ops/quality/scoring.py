@@ -40,6 +40,8 @@ class Scores:
     heldout: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
     heldout_counts: dict[str, int] = field(default_factory=dict)
     heldout_forbidden: dict[str, int] = field(default_factory=dict)
+    timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
+    timeqa_count: int = 0
     gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
     gate_misses: list[str] = field(default_factory=list)
 
@@ -59,6 +61,7 @@ class Scores:
                 "SGD, turns as separate memories ↑": self.sgd.get("sgd_turns", {})
                 .get(system, {})
                 .get("current above superseded"),
+                "TimeQA as-of top-1 ↑": self.timeqa.get(system),
             }
         return rows
 
@@ -209,6 +212,25 @@ def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
     ]
 
 
+def score_timeqa(run: SuiteRun, scores: Scores) -> None:
+    """Top-1 accuracy: the version valid in the question's period ranks first."""
+    questions = run.suite.questions
+    scores.timeqa_count = len(questions)
+    for system in REPORTED:
+        hits = [
+            bool(ranked) and ranked[0] in question.right
+            for question, ranked in zip(questions, run.rankings[system], strict=True)
+        ]
+        scores.timeqa[system] = sum(hits) / len(hits) if hits else 0.0
+    lines = []
+    for question, ranked, reply in zip(
+        questions, run.rankings["memstream"], run.replies, strict=True
+    ):
+        if not ranked or ranked[0] not in question.right:
+            lines.append(f"“{question.query}” {dict(question.request)} — {_explain(reply, 2)}")
+    scores.examples["timeqa"] = lines[:30]
+
+
 def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
@@ -217,6 +239,8 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
+        elif run.suite.name == "timeqa":
+            score_timeqa(run, scores)
         else:
             score_sgd(run, scores)
     return scores
