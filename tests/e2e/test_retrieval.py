@@ -425,9 +425,11 @@ def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str
     assert gated["results"] == []
     small_talk = ask(setup, "thanks a lot!", tenant, expect="skipped", force=False)
     assert small_talk["gate"]["reason"].startswith("small talk 'thanks'")
-    cued = ask(setup, "what music do I like?", tenant, force=False)
-    assert cued["gate"]["decision"] == "retrieve", cued["gate"]
+    cued = ask(setup, "what music do I like?", tenant, force=False, user="C-1")
+    assert cued["gate"] == {"decision": "retrieve", "reason": "about the user 'C-1'"}
     assert keys(cued) == ["n:1"]
+    named = ask(setup, "is jazz on the list?", tenant, force=False)  # no cue: memory decides
+    assert named["gate"] == {"decision": "retrieve", "reason": "names 'jazz' in memory"}
     forced = ask(setup, "what is the capital of France?", tenant, force=True)
     assert forced["gate"]["decision"] == "forced"
 

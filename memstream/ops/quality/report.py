@@ -21,6 +21,8 @@ from memstream.ops.quality.scoring import ANSWERABLE, Scores
 
 TRAP_TARGET = 0.01
 HELDOUT_TARGET = 0.02
+LOCOMO_TARGET = 0.55
+SGD_TARGET = 0.98
 METHOD = (
     "Baselines: the question text, searched in the question's tenant (SGD: also filtered to "
     "the dialogue's own documents, as a per-user store would be).",
@@ -74,6 +76,14 @@ def targets(scores: Scores) -> list[str]:
         lines.append(
             f"- LoCoMo recall@5 above every other system: **{verdict}** (memstream {mine:.3f}, "
             f"best baseline {best_other:.3f}; “{QUERY_ONLY}” is an ablation, not a competitor)"
+        )
+        verdict = "met" if mine >= LOCOMO_TARGET else "MISSED"
+        lines.append(f"- LoCoMo recall@5 ≥ {LOCOMO_TARGET}: **{verdict}** ({mine:.3f}, in-process)")
+    sgd = scores.sgd.get("sgd", {}).get("memstream", {}).get("current above superseded")
+    if sgd is not None:
+        verdict = "met" if sgd >= SGD_TARGET else "MISSED"
+        lines.append(
+            f"- SGD current above superseded ≥ {SGD_TARGET:.0%}: **{verdict}** ({sgd:.1%})"
         )
     return lines
 
@@ -263,6 +273,10 @@ def chart(scores: Scores, path: Path) -> None:
     panels = []
     if scores.traps:
         panels.append(("trap suite: wrong-memory rate ↓", list(scores.trap_counts), scores.traps))
+    if scores.heldout:
+        panels.append(
+            ("held-out traps: wrong-memory rate ↓", list(scores.heldout_counts), scores.heldout)
+        )
     if scores.locomo:
         cats = list(scores.locomo_counts)
         values = {s: {c: scores.locomo[s][c]["recall@5"] for c in cats} for s in REPORTED}
