@@ -100,13 +100,13 @@ def test_the_margin_is_the_stated_formula() -> None:
     assert decay_margin(1) == pytest.approx(2**0.2)
     assert decay_margin(5) == pytest.approx(2.0)
     assert decay_margin(10) == pytest.approx(4.0)
-    assert decay_margin(1000) == decay_margin(RECENCY_HORIZON) == pytest.approx(2 ** (0.2 * 32))
+    assert decay_margin(1000) == decay_margin(RECENCY_HORIZON) == pytest.approx(4.0)
     assert decay_margin(3, TrustProfile(recency=0)) == 1.0
     assert math.isinf(decay_margin(3, TrustProfile(alpha=1.0)))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(min_value=1, max_value=30), st.floats(min_value=0.3, max_value=0.9))
+@given(st.floats(min_value=1, max_value=9.9), st.floats(min_value=0.3, max_value=0.9))
 def test_the_margin_is_what_the_ranking_does(half_lives: float, fresh_relevance: float) -> None:
     """Just under the margin the fresh memory wins; just over it the old one does."""
     margin = decay_margin(half_lives)

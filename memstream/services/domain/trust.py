@@ -330,12 +330,15 @@ DEFAULT_PROFILE = TrustProfile()
 # A component is never taken below this, so that one zero (another customer, an expired fact)
 # weighs heavily without erasing the evidence of the others.
 TRUST_FLOOR = 0.01
-# Recency has its own, much lower floor: 2^-RECENCY_HORIZON, i.e. a memory keeps losing trust
-# with every half-life up to RECENCY_HORIZON half-lives of age. With the common floor (0.01,
-# reached after 6.6 half-lives) a three-year-old browsing event (36 half-lives of 30 days,
-# recency 9e-12) kept 0.01^0.2 = 0.40 of its trust against ~0.97 for last week's: the floor
-# bought decay back, and a 2.4x relevance edge was enough to win. See ``decay_margin``.
-RECENCY_HORIZON = 32
+# Recency has its own, lower floor: 2^-RECENCY_HORIZON, i.e. a memory keeps losing trust with
+# every half-life up to RECENCY_HORIZON half-lives of age. With the common floor (0.01, reached
+# after 6.6 half-lives) a three-year-old browsing event (36 half-lives of 30 days, recency
+# 9e-12) kept 0.01^0.2 = 0.40 of its trust against ~0.97 for last week's: the floor bought decay
+# back, and a 2.4x relevance edge was enough to win. Ten half-lives is where decay has said all
+# it can: from there a fresh memory of the same kind needs to be 4x less relevant to lose (see
+# ``decay_margin``), and memories older than that are ordered by everything but their age (a
+# conversation from three years ago is not ranked by which of its weeks came last).
+RECENCY_HORIZON = 10
 RECENCY_FLOOR = 2.0**-RECENCY_HORIZON
 
 
@@ -373,13 +376,13 @@ def decay_margin(half_lives: float, profile: TrustProfile = DEFAULT_PROFILE) -> 
 
     Rule: every half-life of age divides trust by ``2^(w_r/W)`` (w_r the recency weight, W the
     sum of the weights) and, through final = relevance^(1−α)·trust^α, the final score by
-    ``2^(α·w_r/W)``; relevance must make that up: margin = ``2^(n·α·w_r / (W·(1−α)))``. With
-    the default profile (w_r/W = 0.2, α = 0.5): 2^(0.2·n) — 1.15x for one half-life, 2x for
-    five, 4x for ten, 84x from RECENCY_HORIZON (32) on. Relevance lies in [0, 1], so from ten
-    half-lives on an old memory wins only if the fresh one is nearly unrelated to the question
-    (relevance below a quarter of the old one's): that is "far higher", and deliberate — an
-    old memory that is much more on topic than a fresh one may well be what is asked about,
-    but a small edge in wording must never revive it. ``inf`` when α = 1 (relevance counts for
+    ``2^(α·w_r/W)``; relevance must make that up: margin = ``2^(n·α·w_r / (W·(1−α)))``, n
+    capped at RECENCY_HORIZON (10). With the default profile (w_r/W = 0.2, α = 0.5): 2^(0.2·n)
+    — 1.15x for one half-life, 2x for five, 4x from ten on. Relevance lies in [0, 1], so a
+    memory ten half-lives older wins only if the fresh one is at most a quarter as relevant —
+    nearly unrelated to the question: that is "far higher", and deliberate. An old memory
+    that is much more on topic than a fresh one may well be what is asked about, but a small
+    edge in wording (the 2.4x the common floor allowed) must never revive it. ``inf`` when α = 1 (relevance counts for
     nothing) and 1 for a profile that gives recency no weight.
     """
     weights = (
