@@ -382,8 +382,8 @@ def decay_margin(half_lives: float, profile: TrustProfile = DEFAULT_PROFILE) -> 
     memory ten half-lives older wins only if the fresh one is at most a quarter as relevant —
     nearly unrelated to the question: that is "far higher", and deliberate. An old memory
     that is much more on topic than a fresh one may well be what is asked about, but a small
-    edge in wording (the 2.4x the common floor allowed) must never revive it. ``inf`` when α = 1 (relevance counts for
-    nothing) and 1 for a profile that gives recency no weight.
+    edge in wording (the 2.4x the common floor allowed) must never revive it. ``inf`` when
+    α = 1 (relevance counts for nothing) and 1 for a profile that gives recency no weight.
     """
     weights = (
         profile.authority,
