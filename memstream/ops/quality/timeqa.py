@@ -6,7 +6,7 @@ For every question the right document is its answer's version; memstream is aske
 start); the baselines get the question text (the years in it included) over every version of
 every group in the tenant (20 groups share a tenant: other people's facts compete too). A
 memory's text is "<subject> — <relation>: <answer>" with no date: what a fact table holds.
-Questions without a year, before 1900, or whose period starts in the same year as an earlier
+Questions without a year, before 1971, or whose period starts in the same year as an earlier
 one of the group are left out. Pure but for reading the dataset.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 from memstream.ops.quality.suite import Question, Suite, doc_id
 
 GROUPS_PER_TENANT = 20
+FIRST_YEAR = 1971  # memstream refuses events dated before 1970 (absurd_timestamp)
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d)(?!\d)")
 
 
@@ -45,7 +46,7 @@ def timeqa_suite(root: Path, groups: int | None = None) -> Suite:
         for question, answers in group["questions"]:
             years = [int(y) for y in _YEAR.findall(question)]
             answer = next((a["answer"].strip() for a in answers if a.get("answer")), "")
-            if not years or not answer or min(years) in periods:
+            if not years or not answer or min(years) < FIRST_YEAR or min(years) in periods:
                 skipped += 1
                 continue
             periods[min(years)] = (question.strip(), answer)
@@ -87,6 +88,7 @@ def timeqa_suite(root: Path, groups: int | None = None) -> Suite:
     suite.events.sort(key=lambda e: (e["tenant_id"], e["memory_key"], e["occurred_at"]))
     suite.notes.append(
         f"{len(data[:groups])} (entity, relation) groups, {asked} questions asked, {skipped} "
-        "left out (no year, no answer, or a period starting in the same year as another)"
+        "left out (no year, no answer, a period before 1971 or starting in the same year as "
+        "another)"
     )
     return suite
