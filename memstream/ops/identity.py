@@ -109,6 +109,11 @@ def write_credentials(settings: Settings, issued: Mapping[str, Mapping[str, str]
     return path
 
 
+def provision_local(settings: Settings, tenants: Mapping[str, Sequence[str]]) -> Path:
+    """Provision ``tenants`` and write their credentials to the data dir (demo, benches)."""
+    return write_credentials(settings, asyncio.run(provision(settings, tenants)))
+
+
 def ensure_dev_credentials(settings: Settings) -> Path:
     """``memstream up``: the development tenant's credentials, made once per data dir (kept
     while their keys still exist in the database)."""

@@ -37,7 +37,13 @@ from memstream.services.domain.identity import (
     may_publish,
     reply_address,
 )
-from memstream.services.ports import CredentialStore, NonceStore, Position, Refusal, TransientError
+from memstream.services.ports import (
+    AdapterError,
+    CredentialStore,
+    NonceStore,
+    Position,
+    Refusal,
+)
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +158,7 @@ class Guard:
             refusal = Refused(exc.code, exc.reason, request_id, address, keys)
         except BadReplyAddress as exc:
             refusal = Refused("bad_reply_address", exc.detail, request_id, address, keys)
-        except TransientError as exc:  # the nonce store is down: refuse, never guess
+        except AdapterError as exc:  # a store is down: refuse, never guess
             refusal = Refused("unavailable", str(exc), request_id, address, keys)
         await self._credentials.refused(
             Refusal(

@@ -115,9 +115,14 @@ class Ingestor:
             if envelope.value is None:
                 raise DecodeError("the message has no value")
             verified = None
-            if self._guard is not None:  # the producer's signature, before anything is read
-                verified = await self._guard.verify_event(
-                    envelope.value, envelope.headers, envelope.published_at, self._clock()
+            guard, value = self._guard, envelope.value
+            if guard is not None:  # the producer's signature, before anything is read
+                verified = await retrying(  # a credential store outage waits, like recording
+                    f"verifying the event at {envelope.position}",
+                    lambda: guard.verify_event(
+                        value, envelope.headers, envelope.published_at, self._clock()
+                    ),
+                    self._backoff,
                 )
             try:
                 raw = self._decode(envelope.value)
