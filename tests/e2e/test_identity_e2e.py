@@ -121,6 +121,7 @@ def test_attacks_through_the_broker_find_no_way_in(stack: Any) -> None:
         )
     )
     found = asyncio.run(_attack(setup, agents, producer_key, expired_key, secrets))
+    print("identity e2e:", {k: v for k, v in found.items() if k != "leaked"})  # for reports
     assert found["genuine_ok"] == 2 * 20, found
     assert found["accepted_forgeries"] == 0, found
     assert found["forged_seen"] > 0, "the forger must have answered some requests"

@@ -223,6 +223,7 @@ def test_ten_thousand_probes_find_no_way_in(dsn: str, data_dir: Path) -> None:
     keyring = Keyring(dsn, data_dir)
     found = asyncio.run(_probes(dsn, keyring))
     outcome = found["outcome"]
+    print("identity probes:", dict(outcome), found["event_refusals"], found["event_accepts"])
     total = REQUEST_PROBES + EVENT_PROBES
     assert total >= 10_000
     assert found["opened_attacks"] == [], found["opened_attacks"]
