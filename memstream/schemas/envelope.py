@@ -144,25 +144,26 @@ def sign(
     bound: bytes = b"",
 ) -> str:
     """The ``ms-auth`` header value for one record."""
-    if "." in nonce or not nonce:
-        raise EnvelopeError("a token nonce is a non-empty id without dots")
+    if not nonce:
+        raise EnvelopeError("a token nonce is a non-empty id")
     message = _signed(kind, credential.key_id, expires_ms, nonce, value, bound)
     signature = signer.sign(message)
     return f"v1.{credential.key_id}.{expires_ms}.{nonce}.{b64(signature)}"
 
 
 def parse_token(text: str) -> Token:
-    parts = text.split(".")
-    if len(parts) != 5 or parts[0] != "v1" or not parts[3]:
+    parts = text.split(".")  # the nonce (a request / event id) may itself contain dots
+    nonce = ".".join(parts[3:-1])
+    if len(parts) < 5 or parts[0] != "v1" or not nonce:
         raise EnvelopeError("malformed token")
     try:
         expires_ms = int(parts[2])
     except ValueError:
         raise EnvelopeError("malformed token expiry") from None
-    signature = unb64(parts[4])
+    signature = unb64(parts[-1])
     if len(signature) != 64:
         raise EnvelopeError("malformed token signature")
-    return Token(parts[1], expires_ms, parts[3], signature)
+    return Token(parts[1], expires_ms, nonce, signature)
 
 
 def verify(public_key: bytes, token: Token, kind: str, value: bytes, bound: bytes = b"") -> bool:

@@ -228,8 +228,6 @@ class MemoryClient:
             raise MemoryClientError(
                 f"request {request_id} is not a RetrievalRequest: {exc}"
             ) from exc
-        if "." in request_id:
-            raise MemoryClientError(f"request id {request_id!r}: no dots allowed")
         reply_key, keys = envelope.client_session(self._credential.service_public)
         value = envelope.seal(keys.request, plain, envelope.REQUEST_AAD)
         reply_key_text = envelope.b64(reply_key)

@@ -102,8 +102,9 @@ def test_tokens_bind_the_record_the_kind_and_the_address() -> None:
     service = X25519PrivateKey.generate()
     cred = envelope.Credential.new(envelope.new_key_id(), envelope.service_public(service))
     assert envelope.Credential.parse(str(cred)) == cred and "seed" not in repr(cred)
-    text = envelope.sign(cred, cred.signer(), "request", b"value", "r1", 1000, b"addr")
+    text = envelope.sign(cred, cred.signer(), "request", b"value", "r.1", 1000, b"addr")
     token = envelope.parse_token(text)
+    assert token.nonce == "r.1"
     assert envelope.verify(cred.public_key, token, "request", b"value", b"addr")
     assert not envelope.verify(cred.public_key, token, "event", b"value", b"addr")
     assert not envelope.verify(cred.public_key, token, "request", b"valuE", b"addr")
