@@ -204,8 +204,9 @@ async def build(
     )
     guard = nonces = None
     # What arrives from the broker is verified; in-process callers (no reply sink: local
-    # benchmarks, replay) are trusted code that feeds the handlers directly.
-    if settings.auth == "required" and reply_sink is not None:
+    # benchmarks, replay) are trusted code that feeds the handlers directly. Requests are
+    # always verified (every client signs and seals); MEMSTREAM_AUTH=off spares events only.
+    if reply_sink is not None:
         nonces = RedisNonceStore.from_url(settings.redis_url)
         guard = Guard(
             PostgresCredentialStore(repo.pool, clock),
@@ -216,7 +217,8 @@ async def build(
             lambda data: codec.decode("RetrievalRequest", data),
             clock,
         )
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=guard)
+    event_guard = guard if settings.auth == "required" else None
+    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=event_guard)
     responder = None
     if reply_sink is not None:
         responder = Responder(

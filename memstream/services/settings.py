@@ -130,8 +130,8 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (
         "MEMSTREAM_AUTH",
         "auth",
-        "worker: `required` (default) verifies every request and event; `off` trusts payloads "
-        "(only for a closed test network)",
+        "worker: `required` (default) verifies every event's producer key; `off` accepts "
+        "unsigned events (a migration of producers only; requests are always verified)",
     ),
     (
         "MEMSTREAM_SERVICE_KEY_FILE",
