@@ -196,3 +196,5 @@ def test_a_question_about_the_speaker_with_a_user_passes() -> None:
     assert decision == GateDecision(True, "about the user 'C-1'")
     assert gate(request("what music do I like?"), NOW).probe  # no user: memory decides
     assert not gate(request("I'm fine, thanks", user_id="C-1"), NOW).needs_memory
+    third_person = request("What city does the user want now?", user_id="C-1")
+    assert gate(third_person, NOW) == GateDecision(True, "about the user 'C-1'")

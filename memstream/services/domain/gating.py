@@ -10,8 +10,8 @@ In order:
 3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
    instruction to the agent) is skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
-   speaker with a ``user_id`` (``lexicon.about_the_speaker``: "what music do I like?")
-   passes.
+   speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker``, ``
+   about_the_user``: "what music do I like?", "what does the user want now?") passes.
 4. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
 5. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
    looked at (``probe``): the handler retrieves and passes ``MemoryEvidence``; the question is
@@ -40,6 +40,7 @@ from memstream.services.domain.lexicon import (
     POSSESSIVE,
     Cue,
     about_the_speaker,
+    about_the_user,
     chatter,
     content_terms,
     find_cues,
@@ -50,7 +51,7 @@ HIGH_LOAD = 0.9
 # Cosine similarity (the bundled MiniLM) of the question and its nearest memory above which a
 # question is about what memory holds, and the lower bar when it also names a held term.
 NEAR = 0.45
-NAMED_NEAR = 0.25
+NAMED_NEAR = 0.10
 FORCE_HINT = "send force=true to retrieve anyway"
 GENERIC = "no memory cue: generic question"
 
@@ -141,7 +142,9 @@ def gate(
         return GateDecision(True, context[0].describe())
     if talk is not None and not any(cue.kind == POSSESSIVE for cue in text_cues):
         return _skip(f"{talk[0]} '{talk[1]}'")
-    if request.user_id is not None and about_the_speaker(request.query):
+    if request.user_id is not None and (
+        about_the_speaker(request.query) or about_the_user(request.query)
+    ):
         return GateDecision(True, f"about the user {request.user_id!r}")
     weak = [*text_cues, *context]
     if load >= HIGH_LOAD:

@@ -285,6 +285,19 @@ _OPENING_NOISE = re.compile(
 )
 
 
+# An agent asking about the person it serves, in the third person: "what does the user want?".
+_THE_USER = re.compile(
+    r"(?<![a-z])(?:the|this|our|my)\s+(?:user|customer|client|member)(?:'s)?(?![a-z])|用户|客户",
+    re.IGNORECASE,
+)
+
+
+def about_the_user(query: str) -> bool:
+    """Whether the query names the person the agent serves in the third person ("what does
+    the user want now?", "the customer's address", "客户要什么")."""
+    return _THE_USER.search(query) is not None
+
+
 def about_the_speaker(query: str) -> bool:
     """Whether the query asks about the speaker's own history or things ("what did I buy?",
     "the headphones I looked at", "my complaint", "我上次买的") rather than for general
