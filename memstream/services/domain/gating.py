@@ -10,8 +10,8 @@ In order:
 3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
    instruction to the agent) is skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
-   speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker``, ``
-   about_the_user``: "what music do I like?", "what does the user want now?") passes.
+   speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker`` and
+   ``about_the_user``: "what music do I like?", "what does the user want now?") passes.
 4. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
 5. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
    looked at (``probe``): the handler retrieves and passes ``MemoryEvidence``; the question is
