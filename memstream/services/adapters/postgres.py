@@ -126,6 +126,11 @@ class PostgresMemoryRepository:
         # Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
         # writes and the commit in another (9 round trips → 2 for a new version).
         async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+            # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+                (f"{event.tenant_id}\x1f\x00erasure",),
+            )
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"{event.tenant_id}\x1f{event.memory_key}",),
@@ -243,7 +248,7 @@ class PostgresMemoryRepository:
     async def pending_index(
         self, keys: Sequence[tuple[str, str]] | None, limit: int
     ) -> list[IndexTask]:
-        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT'"
+        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT' AND erased_at IS NULL"
         params: list[Any] = []
         if keys is not None:
             if not keys:
