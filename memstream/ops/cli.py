@@ -172,6 +172,20 @@ def _parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
+    forget = sub.add_parser(
+        "forget",
+        help="erase a data subject everywhere (versions, ledger content, vectors, caches, "
+        "query log, dead letters), keeping ids, positions and digests; logged without the data",
+    )
+    forget.add_argument("--tenant", required=True)
+    subject = forget.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--entity", metavar="TYPE:ID", help="every memory anchored to it")
+    subject.add_argument("--memory", metavar="KEY", help="every version of one memory")
+    forget.add_argument("--reason", help="why (kept in the erasure log: no personal data)")
+    forget.add_argument("--dry-run", dest="dry_run", action="store_true", help="only count")
+    forget.add_argument("--actor", help="who asks (default cli:USER; an admin credential id)")
+    forget.add_argument("--json", action="store_true", help="the result as JSON")
+
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
     history.add_argument("--tenant", required=True)
@@ -252,6 +266,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command == "forget":
+        from memstream.ops.forget import forget
+
+        return forget(settings, args, as_json=args.json)
     if args.command == "replay":
         from memstream.ops.replay import options_from, replay
 

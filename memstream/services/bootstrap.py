@@ -17,10 +17,12 @@ from memstream.schemas import codec
 from memstream.services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
+from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.prometheus import PrometheusMetrics
 from memstream.services.adapters.redis_cache import RedisCache
+from memstream.services.handlers.forget import Forgetter
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
 from memstream.services.handlers.rescore import Rescorer
@@ -57,6 +59,7 @@ class Container:
     metrics: PrometheusMetrics
     rules: PostgresRules
     rescorer: Rescorer
+    forgetter: Forgetter
 
     async def close(self) -> None:
         await self.indexer.stop()
@@ -127,9 +130,12 @@ async def build(
     metrics = PrometheusMetrics()
     indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
     indexer.start()
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics)
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
+    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
+    ingestor = Ingestor(
+        repo, sink, indexer, decode, clock, metrics=metrics, eraser=forgetter.erase_event
+    )
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
@@ -190,6 +196,7 @@ async def build(
         metrics,
         rules,
         rescorer,
+        forgetter,
     )
 
 

@@ -17,6 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memstream.services.domain.erasure import erasure_lock_key
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from memstream.services.domain.versioning import place_event
 from memstream.services.ports import (
@@ -129,7 +130,7 @@ class PostgresMemoryRepository:
             # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
             await conn.execute(
                 "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
-                (f"{event.tenant_id}\x1f\x00erasure",),
+                (erasure_lock_key(event.tenant_id),),
             )
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",

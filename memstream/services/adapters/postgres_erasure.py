@@ -28,17 +28,13 @@ from memstream.services.domain.erasure import (
     ErasureScope,
     ScopeKind,
     content_digest,
+    erasure_lock_key,
     ledger_tombstone,
     payload_digest,
 )
 from memstream.services.ports import ErasureMark, PendingErasure
 
 TOUCHED_TABLES = ("memory_versions", "event_ledger", "query_log", "dead_letters", "version_scores")
-
-
-def erasure_lock_key(tenant_id: str) -> str:
-    """The advisory-lock text of a tenant's erasure (ingest takes it shared, erasure exclusive)."""
-    return f"{tenant_id}\x1f\x00erasure"
 
 
 _KEYS_OF_ENTITY = (

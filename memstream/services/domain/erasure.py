@@ -23,6 +23,8 @@ from memstream.services.domain.errors import DomainError
 # erasure, so the log holds it once.
 ERASURE_NAMESPACE = uuid.UUID("0b4f6a52-7c1e-5d39-a8e2-3f9d1c6b7e40")
 
+# The event operation that erases (``op: ERASE`` on the events topic).
+ERASE_OP = "ERASE"
 # What an erased version keeps in place of its personal fields.
 ERASED_ENTITY_ID = "erased"
 MAX_REASON_CHARS = 500
@@ -106,6 +108,13 @@ def scope_of_event(raw: Mapping[str, Any]) -> ErasureScope:
     if not isinstance(entity_type, str) or not isinstance(entity_id, str):
         raise InvalidScope("an ERASE event needs a memory_key or an entity_type and entity_id")
     return ErasureScope.entity(tenant, f"{entity_type}:{entity_id}")
+
+
+def erasure_lock_key(tenant_id: str) -> str:
+    """The advisory-lock text of a tenant's erasure: every ingest transaction of the tenant
+    takes it shared, an erasure exclusive. (The record separator keeps it apart from the
+    per-memory lock texts, ``tenant + US + memory_key``, in practice.)"""
+    return f"{tenant_id}\x1f\x1eerasure"
 
 
 def checked_reason(reason: str | None) -> str:
@@ -211,3 +220,27 @@ class ErasureResult:
             "pending": list(self.pending),
             "error": self.error,
         }
+
+
+def erase_event(
+    scope: ErasureScope, event_id: str, reason: str, source_system: str, at: datetime
+) -> dict[str, Any]:
+    """The ``memstream.MemoryEvent`` record (``op: ERASE``) that asks the worker for ``scope``."""
+    entity_type, entity_id = (
+        (scope.entity_type, scope.entity_id) if scope.kind is ScopeKind.ENTITY else ("memory", "-")
+    )
+    return {
+        "event_id": event_id,
+        "tenant_id": scope.tenant_id,
+        "memory_key": scope.value if scope.kind is ScopeKind.MEMORY else None,
+        "entity_type": entity_type,
+        "entity_id": entity_id,
+        "entities": [],
+        "fact_type": "erasure",
+        "content": reason,
+        "attributes": {},
+        "source_system": source_system,
+        "status": "active",
+        "occurred_at": at,
+        "op": ERASE_OP,
+    }

@@ -17,10 +17,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
 
-from memstream.services.domain.erasure import ErasureResult, ErasureScope, checked_reason
+from memstream.services.domain.erasure import (
+    ErasureResult,
+    ErasureScope,
+    InvalidScope,
+    checked_reason,
+    erasure_id_of_event,
+    scope_of_event,
+)
 from memstream.services.ports import AdapterError, Cache, ErasureRepository, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -74,6 +82,25 @@ class Forgetter:
         if dry_run:
             return result
         return await self.complete(tenant_id, result)
+
+    async def erase_event(self, raw: Mapping[str, Any]) -> ErasureResult:
+        """An ``op: ERASE`` event from the events topic: its scope is its ``memory_key`` when
+        set, else its entity; its erasure id derives from its event id (a redelivery is the
+        same erasure, a no-op); its ``content`` is the reason. The actor is the event's source
+        system until the identity of the producer's credential is known on this path."""
+        scope = scope_of_event(raw)
+        event_id = str(raw.get("event_id") or "")
+        if not event_id:
+            raise InvalidScope("an ERASE event needs an event_id")
+        actor = f"event:{raw.get('source_system') or 'unknown'}"
+        reason = raw.get("content")  # an ERASE event's content is the reason for it
+        return await self.forget(
+            scope.tenant_id,
+            scope,
+            reason if isinstance(reason, str) else None,
+            actor,
+            erasure_id=erasure_id_of_event(scope.tenant_id, event_id),
+        )
 
     async def complete(self, tenant_id: str, result: ErasureResult) -> ErasureResult:
         """Phase 2 for every pending erasure of ``tenant_id``; folded into ``result``."""

@@ -11,11 +11,12 @@ message that was not dealt with.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
 from memstream.services.handlers.index import Indexer
@@ -34,6 +35,16 @@ from memstream.services.ports import (
 log = logging.getLogger(__name__)
 
 STORAGE_REJECTED = "storage_rejected"
+
+
+INVALID_ERASURE = "invalid_erasure"
+
+# Erases the scope of one raw ``op: ERASE`` event (``handlers.forget.Forgetter.event_eraser``).
+Eraser = Callable[[Mapping[str, Any]], Awaitable[ErasureResult]]
+
+
+def is_erase(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and str(raw.get("op") or "").upper() == ERASE_OP
 
 
 class DecodeError(Exception):
@@ -67,6 +78,7 @@ class Envelope:
 class BatchReport:
     recorded: list[Recorded] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    erasures: list[ErasureResult] = field(default_factory=list)
 
     @property
     def duplicates(self) -> int:
@@ -83,7 +95,9 @@ class Ingestor:
         clock: Callable[[], datetime],
         backoff: Backoff | None = None,
         metrics: Metrics | None = None,
+        eraser: Eraser | None = None,
     ) -> None:
+        self._eraser = eraser
         self._metrics = metrics or NoMetrics()
         self._repo = repo
         self._sink = sink
@@ -112,6 +126,9 @@ class Ingestor:
                 raw = self._decode(envelope.value)
             except Exception as exc:  # the decoder may raise anything for garbage
                 raise DecodeError(str(exc) or type(exc).__name__) from exc
+            if is_erase(raw):
+                await self._erase(raw, report)
+                return
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
@@ -126,6 +143,8 @@ class Ingestor:
             )
         except InvalidEvent as exc:
             letter = await self._dead_letter(envelope, exc.reason, exc.detail, raw)
+        except InvalidScope as exc:
+            letter = await self._dead_letter(envelope, INVALID_ERASURE, str(exc), raw)
         except AdapterError as exc:
             # Postgres refused the data itself (not an outage): keep it, with the reason.
             log.error("event at %s rejected by storage: %s", envelope.position, exc)
@@ -136,6 +155,18 @@ class Ingestor:
             return
         report.dead.append(letter)
         self._metrics.dead_lettered(letter.reason)
+
+    async def _erase(self, raw: Mapping[str, Any], report: BatchReport) -> None:
+        """An ``op: ERASE`` event: erase its scope (retried while Postgres is out). Idempotent:
+        its erasure id derives from its event id, and a second run finds nothing in scope."""
+        if self._eraser is None:  # a replay: erasures are not re-applied from the topic
+            log.info("ERASE event %r skipped (no eraser on this path)", raw.get("event_id"))
+            return
+        eraser = self._eraser
+        result = await retrying(
+            f"erasure event {raw.get('event_id')!r}", lambda: eraser(raw), self._backoff
+        )
+        report.erasures.append(result)
 
     async def _dead_letter(
         self, envelope: Envelope, reason: str, detail: str, raw: Mapping[str, Any] | None
