@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memstream.services.adapters.postgres import PostgresMemoryRepository
@@ -129,6 +130,7 @@ def history(
     ):
         table.add_column(column, overflow="fold")
     for v in chain:
+        mark = marks.get(v.version_id)
         table.add_row(
             str(v.version),
             "●"
@@ -138,7 +140,7 @@ def history(
             f"{_short(v.recorded_at)} → {_short(v.superseded_at)}",
             v.source_system,
             v.status,
-            tombstone_text(marks[v.version_id]) if v.version_id in marks else v.content[:80],
+            escape(tombstone_text(mark)) if mark is not None else v.content[:80],
         )
     out.print(table)
     return 0

@@ -193,3 +193,44 @@ def redis_count(url: str, needle: bytes) -> int:
     finally:
         client.close()
     return found
+
+
+class Subject:
+    """A data subject with a canary, and another subject that must stay untouched."""
+
+    def __init__(self, tenant: str) -> None:
+        tag = uuid.uuid4().hex[:10]
+        self.tenant = tenant
+        self.id = f"S{tag}X"
+        self.canary = f"canary{tag}zz"
+        self.profile, self.order = f"profile-{tag}", f"order-{tag}"
+        self.other_profile, self.other_order = f"profile-o{tag}", f"order-o{tag}"
+        self.entity = f"customer:{self.id}"
+        self.other = f"customer:O{tag}"
+
+    def events(self) -> list[dict[str, Any]]:
+        t, c = self.tenant, self.canary
+        anchor = [{"type": "customer", "id": self.id}]
+        other_anchor = [{"type": "customer", "id": self.other.split(":")[1]}]
+        return [
+            event(t, self.profile, f"{c} prefers delivery on Mondays to Elm Street 5",
+                  entity=self.entity, hours_ago=72, attributes={"email": f"{c}@example.org"}),
+            event(t, self.profile, f"{c} moved to Oak Avenue 9 and prefers Tuesdays",
+                  entity=self.entity, hours_ago=24, attributes={"phone": f"+49 {c}"}),
+            event(t, self.order, f"Order O-1 with a standing desk shipped to {c}",
+                  entity="order:O-1", entities=anchor, hours_ago=30),
+            event(t, self.other_profile, "The other customer prefers delivery on Fridays",
+                  entity=self.other),
+            event(t, self.other_order, "Order O-2 with a coffee grinder shipped to the other one",
+                  entity="order:O-2", entities=other_anchor),
+        ]  # fmt: skip
+
+    def bad_event(self) -> dict[str, Any]:
+        """Dead-lettered (no content), with the canary in an attribute."""
+        return event(
+            self.tenant, self.profile, "", entity=self.entity, attributes={"x": self.canary}
+        )
+
+
+def needles(s: Subject) -> list[bytes]:
+    return [s.canary.encode(), s.id.encode()]

@@ -10,7 +10,6 @@ Qdrant Edge shard, any Redis key or value, or any reply; the other subject is un
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,15 @@ import pytest
 from memstream.services.adapters.embedding import SentenceTransformerEmbedder
 from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.domain.erasure import ErasureScope, erasure_id_of_event
-from tests.integration.erasure_kit import World, event, pg_dump, raw_count, redis_count
+from tests.integration.erasure_kit import (
+    Subject,
+    World,
+    event,
+    needles,
+    pg_dump,
+    raw_count,
+    redis_count,
+)
 
 ADMIN = "admin-key-7"
 REASON = "data-protection request 2026-114"
@@ -38,47 +45,6 @@ async def world(
     w = await World.open(pg_dsn, redis_url, data_dir, embedder, tenant)
     yield w
     await w.close()
-
-
-class Subject:
-    """A data subject with a canary, and another subject that must stay untouched."""
-
-    def __init__(self, tenant: str) -> None:
-        tag = uuid.uuid4().hex[:10]
-        self.tenant = tenant
-        self.id = f"S{tag}X"
-        self.canary = f"canary{tag}zz"
-        self.profile, self.order = f"profile-{tag}", f"order-{tag}"
-        self.other_profile, self.other_order = f"profile-o{tag}", f"order-o{tag}"
-        self.entity = f"customer:{self.id}"
-        self.other = f"customer:O{tag}"
-
-    def events(self) -> list[dict[str, Any]]:
-        t, c = self.tenant, self.canary
-        anchor = [{"type": "customer", "id": self.id}]
-        other_anchor = [{"type": "customer", "id": self.other.split(":")[1]}]
-        return [
-            event(t, self.profile, f"{c} prefers delivery on Mondays to Elm Street 5",
-                  entity=self.entity, hours_ago=72, attributes={"email": f"{c}@example.org"}),
-            event(t, self.profile, f"{c} moved to Oak Avenue 9 and prefers Tuesdays",
-                  entity=self.entity, hours_ago=24, attributes={"phone": f"+49 {c}"}),
-            event(t, self.order, f"Order O-1 with a standing desk shipped to {c}",
-                  entity="order:O-1", entities=anchor, hours_ago=30),
-            event(t, self.other_profile, "The other customer prefers delivery on Fridays",
-                  entity=self.other),
-            event(t, self.other_order, "Order O-2 with a coffee grinder shipped to the other one",
-                  entity="order:O-2", entities=other_anchor),
-        ]  # fmt: skip
-
-    def bad_event(self) -> dict[str, Any]:
-        """Dead-lettered (no content), with the canary in an attribute."""
-        return event(
-            self.tenant, self.profile, "", entity=self.entity, attributes={"x": self.canary}
-        )
-
-
-def needles(s: Subject) -> list[bytes]:
-    return [s.canary.encode(), s.id.encode()]
 
 
 async def plant(world: World, s: Subject) -> dict[str, Any]:
