@@ -573,6 +573,54 @@ async def test_edge_compaction_interrupted_before_the_swap_is_recovered(
         await again.close()
 
 
+_HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+
+async def main() -> None:
+    index = QdrantEdgeIndex(Path(sys.argv[1]), int(sys.argv[2]))
+    print(await index.count(sys.argv[3]), flush=True)
+    sys.stdin.readline()
+    print(await index.count(sys.argv[3]), flush=True)  # still healthy after the refusal
+    await index.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_edge_never_loads_a_shard_another_process_holds(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    first = QdrantEdgeIndex(root, DIM)
+    await first.upsert(tenant, [point(unit(rng)) for _ in range(5)])
+    await first.close()
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _HOLDER, str(root), str(DIM), tenant,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert (await asyncio.wait_for(holder.stdout.readline(), 60)).strip() == b"5"
+        second = QdrantEdgeIndex(root, DIM)
+        with pytest.raises(AdapterError, match="open in another process"):
+            await second.delete(tenant, [str(uuid.uuid4())])
+        with pytest.raises(AdapterError, match="open in another process"):
+            await second.compact(tenant)
+        holder.stdin.write(b"\n")
+        await holder.stdin.drain()
+        assert (await asyncio.wait_for(holder.stdout.readline(), 60)).strip() == b"5"
+        assert await asyncio.wait_for(holder.wait(), 60) == 0
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+    assert await second.count(tenant) == 5  # free again: opens
+    await second.close()
+
+
 _KILLED_WRITER = """
 import asyncio, os, signal, sys, uuid
 from pathlib import Path
