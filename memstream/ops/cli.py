@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -77,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=100_000,
         help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
+    erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
+    erasure.add_argument(
+        "--subject-versions", type=int, default=1_000, help="the subject's versions (1,000)"
+    )
+    erasure.add_argument(
+        "--vector-points", type=int, help="points in the shard (default: one per version)"
     )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")

@@ -200,6 +200,7 @@ class ErasureResult:
     completed: tuple[str, ...] = ()  # erasure ids whose vectors/caches/VACUUM finished now
     pending: tuple[str, ...] = ()  # erasure ids still waiting for vectors/caches (see error)
     error: str | None = None
+    seconds: Mapping[str, float] = field(default_factory=dict)  # per phase, as measured
 
     @property
     def noop(self) -> bool:
@@ -219,6 +220,7 @@ class ErasureResult:
             "completed": list(self.completed),
             "pending": list(self.pending),
             "error": self.error,
+            "seconds": dict(self.seconds),
         }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -71,6 +72,7 @@ class Forgetter:
             raise ValueError(f"scope of tenant {scope.tenant_id!r} given for {tenant_id!r}")
         if not actor.strip():
             raise ValueError("an erasure needs the identity of whoever asked for it")
+        started = time.perf_counter()
         result = await self._repo.erase(
             scope,
             erasure_id=erasure_id or str(uuid.uuid4()),
@@ -79,6 +81,7 @@ class Forgetter:
             requested_at=self._clock(),
             dry_run=dry_run,
         )
+        result = dataclasses.replace(result, seconds={"postgres": time.perf_counter() - started})
         if dry_run:
             return result
         return await self.complete(tenant_id, result)
@@ -109,12 +112,24 @@ class Forgetter:
             return result
         ids = sorted({v for p in pending for v in p.version_ids})
         vectors = keys = 0
+        seconds = dict(result.seconds)
+        lap = time.perf_counter()
+
+        def phase(name: str) -> None:
+            nonlocal lap
+            now = time.perf_counter()
+            seconds[name], lap = now - lap, now
+
         try:
             vectors = await self._index.delete(tenant_id, ids)
+            phase("vector_delete")
             await self._index.compact(tenant_id)
+            phase("vector_compaction")
             keys = await self._cache.purge_tenant(tenant_id, ids)
+            phase("cache_purge")
             if self._vacuum:
                 await self._repo.vacuum()
+                phase("vacuum")
             done = tuple(p.erasure_id for p in pending)
             await self._repo.complete(done, self._clock())
         except AdapterError as exc:
@@ -125,7 +140,12 @@ class Forgetter:
                 cache_keys_deleted=keys,
                 pending=tuple(p.erasure_id for p in pending),
                 error=str(exc),
+                seconds=seconds,
             )
         return dataclasses.replace(
-            result, vectors_deleted=vectors, cache_keys_deleted=keys, completed=done
+            result,
+            vectors_deleted=vectors,
+            cache_keys_deleted=keys,
+            completed=done,
+            seconds=seconds,
         )
