@@ -8,8 +8,8 @@ One run on this machine, in a temporary data dir with its own embedded PostgreSQ
    100 dead letters (5 naming it); its Qdrant Edge shard gets one random 384-d point per version
    with the payload the indexer writes;
 2. ``Forgetter.forget`` erases the subject (the handler ``memstream forget`` runs), timed by phase;
-3. while the Postgres transaction runs, probes record one event of the same tenant and one of
-   another tenant: how long each waited is what the erasure locked.
+3. as soon as the erasure holds the tenant's lock, two probes start an ingest transaction's lock
+   (one of the same tenant, one of another) and the server's clock says how long each waited.
 
 Prints the figures; nothing is asserted.
 """
@@ -127,10 +127,8 @@ async def _erase(settings: Settings, root: Path) -> tuple[dict[str, Any], dict[s
     from memstream.services.adapters.postgres_erasure import PostgresErasure
     from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
     from memstream.services.adapters.redis_cache import RedisCache
-    from memstream.services.domain.erasure import ErasureScope
-    from memstream.services.domain.validation import validate_event
+    from memstream.services.domain.erasure import ErasureScope, erasure_lock_key
     from memstream.services.handlers.forget import Forgetter
-    from memstream.services.ports import Position
 
     assert settings.postgres_dsn is not None and settings.redis_url is not None
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, max_size=4)
@@ -139,24 +137,35 @@ async def _erase(settings: Settings, root: Path) -> tuple[dict[str, Any], dict[s
     forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, lambda: datetime.now(UTC))
     probes: dict[str, float] = {}
 
-    async def probe(tenant: str, offset: int) -> None:
-        await asyncio.sleep(0.05)  # inside the erasure's transaction
-        raw = {
-            "event_id": f"probe-{tenant}", "tenant_id": tenant, "memory_key": f"probe:{tenant}",
-            "entity_type": "customer", "entity_id": "C-1", "fact_type": "note",
-            "content": "a new note arriving during the erasure", "source_system": "crm",
-            "occurred_at": datetime.now(UTC).isoformat(),
-        }  # fmt: skip
-        now = datetime.now(UTC)
-        started = time.perf_counter()
-        await repo.record(validate_event(raw, now), raw, Position("memory.events", 2, offset), now)
-        probes[tenant] = time.perf_counter() - started
+    async def probe(tenant: str) -> None:
+        """How long an ingest transaction of ``tenant`` waits for the erasure lock, measured by
+        the server's clock in one statement (immune to this process's scheduling)."""
+        async with repo.pool.connection() as conn:  # start once the erasure holds its lock
+            for _ in range(2_000):
+                cur = await conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+                    " AND mode = 'ExclusiveLock' AND granted"
+                )
+                row = await cur.fetchone()
+                if row is not None and row[0]:
+                    break
+                await asyncio.sleep(0.005)
+            async with conn.transaction():
+                cur = await conn.execute(
+                    "SELECT clock_timestamp() AS t0,"
+                    " pg_advisory_xact_lock_shared(hashtextextended(%s, 0)) AS locked,"
+                    " clock_timestamp() AS t1",
+                    (erasure_lock_key(tenant),),
+                )
+                row = await cur.fetchone()
+                assert row is not None
+                probes[tenant] = (row[2] - row[0]).total_seconds()
 
     try:
         erasure = forgetter.forget(
             TENANT, ErasureScope.entity(TENANT, SUBJECT), "bench", "bench-admin"
         )
-        result, *_ = await asyncio.gather(erasure, probe(TENANT, 1), probe(OTHER, 2))
+        result, *_ = await asyncio.gather(erasure, probe(TENANT), probe(OTHER))
     finally:
         await cache.close()
         await index.close()
@@ -217,7 +226,7 @@ def print_erasure(f: Figures) -> None:
     for tenant, label in ((TENANT, "the same tenant"), (OTHER, "another tenant")):
         if tenant in f.probes:
             table.add_row(
-                f"an ingest of {label} during the transaction",
+                f"an ingest of {label}: its wait for the erasure lock",
                 f"{f.probes[tenant] * 1000:.0f} ms",
             )
     out.print(table)

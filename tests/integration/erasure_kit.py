@@ -92,7 +92,11 @@ class World:
     container: Container
     tenant: str
     messages: list[tuple[bytes | None, bytes]] = field(default_factory=list)
-    offsets: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
+    # Positions of their own: the session's schema is shared, and dead letters are unique by
+    # position (a second letter at a position taken is dropped).
+    offsets: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(uuid.uuid4().int % 10**12 * 1000)
+    )
 
     @classmethod
     async def open(

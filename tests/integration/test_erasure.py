@@ -183,3 +183,23 @@ async def test_an_erase_event_on_the_events_topic_erases_once(world: World) -> N
     assert redelivered.erasures[0].noop and not redelivered.dead
     for needle in needles(s):
         assert pg_dump(world.settings.postgres_dsn or "").count(needle) == 0
+
+
+async def test_the_query_log_of_the_subject_is_redacted_and_a_lookalike_id_is_not(
+    world: World,
+) -> None:
+    s = Subject(world.tenant)
+    await world.ingest(s.events())
+    mine = await world.ask("which day does the customer prefer?", user_id=s.id)
+    lookalike = await world.ask("which day does the customer prefer?", user_id=s.id + "0")
+
+    result = await world.container.forgetter.forget(world.tenant, f"entity:{s.entity}", "", ADMIN)
+
+    assert result.counts.query_log >= 1
+    rows = dict(
+        world.sql(
+            "SELECT request_id, request->>'user_id' FROM query_log WHERE request_id = ANY(%s)",
+            [mine["request_id"], lookalike["request_id"]],
+        )
+    )
+    assert rows == {mine["request_id"]: None, lookalike["request_id"]: s.id + "0"}

@@ -53,13 +53,13 @@ _LEDGER = (
     " ORDER BY event_id FOR UPDATE"
 )
 # A query-log entry is in scope when one of its results is an erased version, or when its request
-# names the subject (an entity anchor or the user it was asked about).
+# names the subject as a whole word (an anchor, the user it was asked about, the question text).
 _QUERY_LOG_SCOPE = (
     " FROM query_log q WHERE q.tenant_id = %(tenant)s AND NOT q.reply ? 'redacted_by' AND ("
     " EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(q.reply -> 'results')"
     " WHEN 'array' THEN q.reply -> 'results' ELSE '[]'::jsonb END) AS r"
     " WHERE r ->> 'version_id' = ANY(%(ids)s::text[]))"
-    " OR (%(needle)s::text <> '' AND strpos(q.request::text, %(needle)s) > 0))"
+    " OR (%(pattern)s::text <> '' AND q.request::text ~ %(pattern)s))"
 )
 _REDACT_QUERY_LOG = (
     "UPDATE query_log q SET request = jsonb_build_object('request_id', q.request_id,"
@@ -145,7 +145,7 @@ class PostgresErasure:
             params = {
                 "tenant": tenant,
                 "ids": version_ids,
-                "needle": needle if scope.kind is ScopeKind.ENTITY else "",
+                "pattern": scope.word_pattern() if scope.kind is ScopeKind.ENTITY else "",
                 "events": event_ids,
                 "erasure": erasure_id,
             }

@@ -85,6 +85,12 @@ class ErasureScope:
         """What the erasure log keeps of the subject: sha256, never the subject itself."""
         return sha256_hex(f"{self.tenant_id}\x1f{self.kind.value}\x1f{self.value}")
 
+    def word_pattern(self) -> str:
+        """A POSIX regular expression (PostgreSQL ARE) for the entity id as a whole word: a
+        request naming ``C-17`` is the subject's, one naming ``C-170`` is not."""
+        escaped = "".join(c if c.isalnum() else "\\" + c for c in self.entity_id)
+        return f"(^|[^[:alnum:]_]){escaped}($|[^[:alnum:]_])"
+
     def needles(self) -> tuple[str, ...]:
         """The strings whose presence in a message's bytes means it names the subject."""
         return (self.entity_id,) if self.kind is ScopeKind.ENTITY else (self.value,)

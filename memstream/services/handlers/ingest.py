@@ -3,7 +3,9 @@
 For each message, in order: decode, validate, record in one Postgres transaction (idempotent on
 event_id; transient database failures are retried until they pass, never dead-lettered), then
 hand the touched memories to the indexer. A message that can never be ingested goes to the
-dead-letter table and topic with a machine-readable reason and its original bytes. Nothing
+dead-letter table and topic with a machine-readable reason and its original bytes. An
+``op: ERASE`` message is not an event to record: it goes to the injected eraser (a replay has
+none and skips it), and a malformed one is dead-lettered as ``invalid_erasure``. Nothing
 escapes ``handle_batch`` except cancellation: the agent loop that calls it must never ack a
 message that was not dealt with.
 """
@@ -39,7 +41,7 @@ STORAGE_REJECTED = "storage_rejected"
 
 INVALID_ERASURE = "invalid_erasure"
 
-# Erases the scope of one raw ``op: ERASE`` event (``handlers.forget.Forgetter.event_eraser``).
+# Erases the scope of one raw ``op: ERASE`` event (``handlers.forget.Forgetter.erase_event``).
 Eraser = Callable[[Mapping[str, Any]], Awaitable[ErasureResult]]
 
 
