@@ -4,7 +4,10 @@ Bootstrap, then handle: the Postgres phase and the completion (vectors, caches, 
 here through ``handlers.forget.Forgetter``. A Qdrant Edge shard is open in one process at a time,
 so while a worker holds it the completion cannot run here: the erasure is then committed
 (unreadable through Postgres) and an ``op: ERASE`` event for the same scope is published, on
-which the worker completes every pending erasure of the tenant.
+which the worker completes every pending erasure of the tenant. That event is signed with the
+tenant's admin credential (``--key``, MEMSTREAM_KEY or the data dir's credentials.json): the
+worker refuses an ERASE from any other role. The erasure log records the admin key's id as who
+asked (``--actor`` overrides).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +23,7 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from memstream.schemas import codec
+from memstream.schemas.envelope import Credential, EventSigner
 from memstream.services.domain.erasure import (
     ErasureResult,
     ErasureScope,
@@ -47,19 +52,39 @@ class ForgetRequest:
     reason: str
     actor: str
     dry_run: bool
+    credential: str | None = None  # the admin credential, when one is known
 
 
-def request_from(args: object) -> ForgetRequest:
+def admin_credential(settings: Settings, explicit: str | None, tenant: str) -> str | None:
+    """``--key``, else MEMSTREAM_KEY, else the tenant's admin credential in the data dir."""
+    from memstream.ops.identity import CredentialsMissing, credential_for
+
+    try:
+        return credential_for(settings, "admin", explicit, tenant)
+    except CredentialsMissing:
+        return None
+
+
+def request_from(args: object, settings: Settings | None = None) -> ForgetRequest:
     tenant = str(getattr(args, "tenant", "") or "")
     entity, memory = getattr(args, "entity", None), getattr(args, "memory", None)
     scope = (
         ErasureScope.entity(tenant, entity) if entity else ErasureScope.memory(tenant, memory or "")
     )
+    credential = (
+        admin_credential(settings, getattr(args, "key", None), scope.tenant_id)
+        if settings is not None
+        else None
+    )
+    actor = getattr(args, "actor", None)
+    if not actor and credential is not None:
+        actor = Credential.parse(credential).key_id
     return ForgetRequest(
         scope,
         checked_reason(getattr(args, "reason", None)),
-        str(getattr(args, "actor", None) or default_actor()),
+        str(actor or default_actor()),
         bool(getattr(args, "dry_run", False)),
+        credential,
     )
 
 
@@ -102,9 +127,18 @@ def hand_to_worker(settings: Settings, request: ForgetRequest) -> str:
     record = erase_event(
         request.scope, event_id, request.reason, "memstream-cli", datetime.now(UTC)
     )
+    value = codec.encode("MemoryEvent", record)
+    headers: list[tuple[str, bytes]] = []
+    if settings.auth == "required":  # the worker verifies events: only an admin may erase
+        if request.credential is None:
+            raise AdapterError(
+                "no admin credential to sign the hand-off: pass --key or set MEMSTREAM_KEY"
+            )
+        signer = EventSigner(request.credential)
+        headers = signer.headers(value, event_id, int(time.time() * 1000))
     producer = make_producer(settings.broker)
     key = f"{request.scope.tenant_id}|erasure".encode()
-    producer.produce(settings.topics.events, key=key, value=codec.encode("MemoryEvent", record))
+    producer.produce(settings.topics.events, key=key, value=value, headers=headers)
     if producer.flush(30) != 0:
         raise AdapterError(f"the ERASE event {event_id} could not be published")
     return event_id
@@ -113,12 +147,12 @@ def hand_to_worker(settings: Settings, request: ForgetRequest) -> str:
 def forget(settings: Settings, args: object, *, as_json: bool = False) -> int:
     from memstream.ops.stack import resolve_settings
 
+    settings = resolve_settings(settings)
     try:
-        request = request_from(args)
+        request = request_from(args, settings)
     except InvalidScope as exc:
         err.print(f"memstream: forget: {exc}. Fix: --entity TYPE:ID or --memory KEY", markup=False)
         return 2
-    settings = resolve_settings(settings)
     try:
         result = asyncio.run(run_forget(settings, request))
     except AdapterError as exc:

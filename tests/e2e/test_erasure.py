@@ -23,10 +23,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from memstream.schemas.envelope import Credential
 from memstream.services.adapters.qdrant_edge import shard_dir_name
 from memstream.streams.client import MemoryClient
 from tests.conftest import drop_schema, unique
-from tests.e2e.ingest_kit import IngestSetup, make_setup, produce
+from tests.e2e.ingest_kit import IngestSetup, make_setup
 from tests.e2e.processes import ROOT, memstream_env, run_cli
 from tests.integration.erasure_kit import Subject, avro, event, needles, pg_dump, raw_count
 
@@ -63,8 +64,10 @@ class Live:
 
 
 def ask(setup: IngestSetup, query: str, tenant: str) -> dict[str, Any]:
+    key = setup.keyring.key(tenant)
+
     async def go() -> dict[str, Any]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30) as client:
+        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
             return await client.retrieve(query, tenant, force=True, limit=10)
 
     return asyncio.run(go())
@@ -79,7 +82,8 @@ def live(
     subjects = (Subject(tenant), Subject(tenant))
     raws = [*subjects[0].events(), *subjects[1].events()[:3]]
     messages = [avro(r) for r in raws]
-    produce(broker, setup.topics.events, messages)
+    setup.produce(messages)
+    admin = setup.keyring.key(tenant, "admin")
     worker = setup.worker()
     state = Live(setup, machine_postgres_dsn, tenant, subjects, messages)
     try:
@@ -90,20 +94,24 @@ def live(
             assert s.canary in json.dumps(reply["results"], default=str)
         code, output = state.cli(
             "forget", "--tenant", tenant, "--entity", subjects[0].entity,
-            "--reason", "request 114", "--actor", "admin-key-1", "--json",
+            "--reason", "request 114", "--key", admin, "--json",
         )  # fmt: skip
         assert code == 0, output
         [line] = [x for x in output.splitlines() if x.startswith("{")]
         result = json.loads(line)
         assert result["counts"]["versions"] == 3 and result["pending"], result
         assert result["handed_to_worker"], result  # the worker holds the shard
+        # A producer's credential may publish, not erase: refused, dead-lettered, nothing erased.
+        rogue = event(tenant, "", "rogue", entity=subjects[1].entity, op="ERASE", fact_type="x")
+        setup.produce([avro(rogue)])
+        assert setup.wait([(tenant, rogue["event_id"])]).dead
         try:
             state.wait_completed()
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{worker.output[-3000:]}") from None
         # Every original event published again, then a marker to know the worker read them.
         marker = event(tenant, unique("marker-"), "marker note", entity="customer:M")
-        produce(broker, setup.topics.events, [*messages[:5], avro(marker)])
+        setup.produce([*messages[:5], avro(marker)])
         assert not setup.wait([(tenant, marker["event_id"])]).pending
     finally:
         assert worker.terminate() == 0, worker.output[-3000:]
@@ -116,6 +124,11 @@ def test_forget_through_the_worker_leaves_nothing_and_redelivery_brings_nothing_
     live: Live,
 ) -> None:
     s, other = live.subjects
+    [(requested_by, reason)] = live.setup.sql(
+        "SELECT requested_by, reason FROM erasure_log WHERE tenant_id = %s", live.tenant
+    )
+    admin = Credential.parse(live.setup.keyring.key(live.tenant, "admin"))
+    assert (requested_by, reason) == (admin.key_id, "request 114")
     dump = pg_dump(live.setup.dsn)
     for needle in needles(s):
         assert dump.count(needle) == 0, needle

@@ -86,16 +86,17 @@ class Forgetter:
             return result
         return await self.complete(tenant_id, result)
 
-    async def erase_event(self, raw: Mapping[str, Any]) -> ErasureResult:
+    async def erase_event(self, raw: Mapping[str, Any], actor: str | None = None) -> ErasureResult:
         """An ``op: ERASE`` event from the events topic: its scope is its ``memory_key`` when
         set, else its entity; its erasure id derives from its event id (a redelivery is the
-        same erasure, a no-op); its ``content`` is the reason. The actor is the event's source
-        system until the identity of the producer's credential is known on this path."""
+        same erasure, a no-op); its ``content`` is the reason. ``actor`` is the verified key id of
+        the admin credential that signed it; where events are not verified, the event's source
+        system stands in."""
         scope = scope_of_event(raw)
         event_id = str(raw.get("event_id") or "")
         if not event_id:
             raise InvalidScope("an ERASE event needs an event_id")
-        actor = f"event:{raw.get('source_system') or 'unknown'}"
+        actor = actor or f"event:{raw.get('source_system') or 'unknown'}"
         reason = raw.get("content")  # an ERASE event's content is the reason for it
         return await self.forget(
             scope.tenant_id,

@@ -20,7 +20,9 @@ from typing import Any
 
 from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.identity import AuthError, Forbidden, Principal, Role
 from memstream.services.domain.validation import UNDECODABLE, validate_event
+from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.retry import Backoff, retrying
 from memstream.services.ports import (
@@ -42,7 +44,9 @@ STORAGE_REJECTED = "storage_rejected"
 INVALID_ERASURE = "invalid_erasure"
 
 # Erases the scope of one raw ``op: ERASE`` event (``handlers.forget.Forgetter.erase_event``).
-Eraser = Callable[[Mapping[str, Any]], Awaitable[ErasureResult]]
+# The second argument is the verified key id of whoever asked (None where events are not
+# verified).
+Eraser = Callable[[Mapping[str, Any], str | None], Awaitable[ErasureResult]]
 
 
 def is_erase(raw: Any) -> bool:
@@ -74,6 +78,8 @@ class Envelope:
     received_at: datetime | None = None
     # When the producer published it (the record's timestamp), for the lag metric.
     published_at: datetime | None = None
+    # The record's headers (the producer's token travels there).
+    headers: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -97,8 +103,10 @@ class Ingestor:
         clock: Callable[[], datetime],
         backoff: Backoff | None = None,
         metrics: Metrics | None = None,
+        guard: Guard | None = None,
         eraser: Eraser | None = None,
     ) -> None:
+        self._guard = guard
         self._eraser = eraser
         self._metrics = metrics or NoMetrics()
         self._repo = repo
@@ -124,12 +132,24 @@ class Ingestor:
         try:
             if envelope.value is None:
                 raise DecodeError("the message has no value")
+            verified = None
+            guard, value = self._guard, envelope.value
+            if guard is not None:  # the producer's signature, before anything is read
+                verified = await retrying(  # a credential store outage waits, like recording
+                    f"verifying the event at {envelope.position}",
+                    lambda: guard.verify_event(
+                        value, envelope.headers, envelope.published_at, self._clock()
+                    ),
+                    self._backoff,
+                )
             try:
                 raw = self._decode(envelope.value)
             except Exception as exc:  # the decoder may raise anything for garbage
                 raise DecodeError(str(exc) or type(exc).__name__) from exc
+            if self._guard is not None and verified is not None:
+                raw = self._guard.authorize_event(*verified, raw)
             if is_erase(raw):
-                await self._erase(raw, report)
+                await self._erase(raw, verified[1] if verified is not None else None, report)
                 return
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
@@ -139,6 +159,12 @@ class Ingestor:
                 ),
                 self._backoff,
             )
+        except AuthError as exc:  # dead-lettered with the reason, and audited
+            if self._guard is not None:
+                await self._guard.refused_event(
+                    exc, None, envelope.position, raw.get("event_id") if raw else None
+                )
+            letter = await self._dead_letter(envelope, exc.code, exc.reason, raw)
         except DecodeError as exc:
             letter = await self._dead_letter(
                 envelope, UNDECODABLE, f"not a MemoryEvent: {exc}", raw
@@ -158,15 +184,22 @@ class Ingestor:
         report.dead.append(letter)
         self._metrics.dead_lettered(letter.reason)
 
-    async def _erase(self, raw: Mapping[str, Any], report: BatchReport) -> None:
+    async def _erase(
+        self, raw: Mapping[str, Any], principal: Principal | None, report: BatchReport
+    ) -> None:
         """An ``op: ERASE`` event: erase its scope (retried while Postgres is out). Idempotent:
-        its erasure id derives from its event id, and a second run finds nothing in scope."""
+        its erasure id derives from its event id, and a second run finds nothing in scope.
+        Where events are verified, only an admin credential may erase, and its key id is
+        recorded as who asked."""
+        if principal is not None and principal.role is not Role.ADMIN:
+            raise Forbidden(f"key {principal.key_id} is not an admin: it may not erase")
         if self._eraser is None:  # a replay: erasures are not re-applied from the topic
             log.info("ERASE event %r skipped (no eraser on this path)", raw.get("event_id"))
             return
         eraser = self._eraser
+        actor = principal.key_id if principal is not None else None
         result = await retrying(
-            f"erasure event {raw.get('event_id')!r}", lambda: eraser(raw), self._backoff
+            f"erasure event {raw.get('event_id')!r}", lambda: eraser(raw, actor), self._backoff
         )
         report.erasures.append(result)
 
