@@ -1,0 +1,141 @@
+"""EventPublisher: the async library producers (and the doors) use to publish MemoryEvents.
+
+Each event is validated exactly as the worker validates it (``validate_event``); an invalid one
+is refused with its reason and not sent, the valid ones go Avro-encoded and keyed
+``tenant|memory_key`` (every version of a memory on one partition) through an idempotent
+aiokafka producer (acks=all). Imports no torch and no Faust.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+
+from memstream.schemas import codec
+from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.model import MemoryEvent
+from memstream.services.domain.validation import validate_event
+from memstream.services.settings import Topics
+
+
+class PublishError(Exception):
+    """The broker did not acknowledge an event; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """An event refused before sending: its index in the call, its id if any, and why."""
+
+    index: int
+    event_id: str | None
+    reason: str
+    detail: str
+
+
+@dataclass
+class Published:
+    sent: list[tuple[str, str]] = field(default_factory=list)  # (tenant_id, event_id)
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+def event_record(event: MemoryEvent) -> dict[str, Any]:
+    """A validated event as the Avro ``memstream.MemoryEvent`` record."""
+    return {
+        "event_id": event.event_id,
+        "tenant_id": event.tenant_id,
+        "memory_key": event.memory_key,
+        "entity_type": event.entity_type,
+        "entity_id": event.entity_id,
+        "entities": [{"type": a.type, "id": a.id} for a in event.entities],
+        "fact_type": event.fact_type,
+        "content": event.content,
+        "attributes": dict(event.attributes),
+        "source_system": event.source_system,
+        "status": event.status,
+        "occurred_at": event.occurred_at,
+        "op": event.op.value,
+    }
+
+
+class EventPublisher:
+    def __init__(
+        self, bootstrap: str, topics: Topics | None = None, *, credential: str | None = None
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._topics = topics or Topics()
+        self.credential = credential  # carried for the broker's authentication
+        self._producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> EventPublisher:
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap, acks="all", enable_idempotence=True, linger_ms=2
+        )
+        await self._producer.start()
+        return self
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+
+    async def __aenter__(self) -> EventPublisher:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def publish(
+        self,
+        events: Iterable[Mapping[str, Any]],
+        *,
+        tenant_id: str | None = None,
+        now: datetime | None = None,
+    ) -> Published:
+        """Validate and send ``events``; with ``tenant_id`` an event of another tenant is
+        refused (``tenant_mismatch``). Returns once the broker acknowledged every sent one."""
+        if self._producer is None:
+            raise PublishError("the publisher is not started: use `async with EventPublisher(…)`")
+        moment = now or datetime.now(UTC)
+        outcome = Published()
+        pending = []
+        for index, raw in enumerate(events):
+            event_id = raw.get("event_id") if isinstance(raw, Mapping) else None
+            try:
+                event = validate_event(raw, moment)
+            except InvalidEvent as exc:
+                outcome.rejected.append(Rejected(index, _text(event_id), exc.reason, exc.detail))
+                continue
+            if tenant_id is not None and event.tenant_id != tenant_id:
+                outcome.rejected.append(
+                    Rejected(
+                        index,
+                        event.event_id,
+                        "tenant_mismatch",
+                        f"event of tenant {event.tenant_id!r}; this credential is for "
+                        f"{tenant_id!r}",
+                    )
+                )
+                continue
+            value = codec.encode("MemoryEvent", event_record(event))
+            key = f"{event.tenant_id}|{event.memory_key}".encode()
+            pending.append(
+                (
+                    (event.tenant_id, event.event_id),
+                    await self._producer.send(self._topics.events, value=value, key=key),
+                )
+            )
+        for ident, future in pending:
+            try:
+                await future
+            except Exception as exc:  # the driver's errors: one message naming the event
+                raise PublishError(f"event {ident[1]!r} was not acknowledged: {exc}") from exc
+            outcome.sent.append(ident)
+        return outcome
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
