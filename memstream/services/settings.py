@@ -121,6 +121,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "fetch_wait_active_ms",
         "the same while retrieval requests flow (30 s after the last one; default 2)",
     ),
+    (
+        "MEMSTREAM_GATEWAY_PORT",
+        "gateway_port",
+        "HTTP gateway port (default 7070; 0: `memstream up` starts no gateway)",
+    ),
 )
 
 
@@ -141,6 +146,7 @@ class Settings:
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     embed_threads: int = 0
+    gateway_port: int = 7070
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -188,6 +194,7 @@ class Settings:
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 1, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 1, 1_500),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
+            gateway_port=integer("MEMSTREAM_GATEWAY_PORT", 7070, 0, 65535),
             log_level=level,
         )
 
@@ -205,6 +212,7 @@ class Settings:
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
+            "MEMSTREAM_GATEWAY_PORT": str(self.gateway_port),
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,

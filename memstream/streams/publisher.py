@@ -2,8 +2,8 @@
 
 Each event is validated exactly as the worker validates it (``validate_event``); an invalid one
 is refused with its reason and not sent, the valid ones go Avro-encoded and keyed
-``tenant|memory_key`` (every version of a memory on one partition) through an idempotent
-aiokafka producer (acks=all). Imports no torch and no Faust.
+``tenant|memory_key`` (every version of a memory on one partition) through an aiokafka
+producer (acks=all). Imports no torch and no Faust.
 """
 
 from __future__ import annotations
@@ -71,10 +71,15 @@ class EventPublisher:
         self._producer: AIOKafkaProducer | None = None
 
     async def start(self) -> EventPublisher:
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=self._bootstrap, acks="all", enable_idempotence=True, linger_ms=2
-        )
-        await self._producer.start()
+        # acks=all, not aiokafka's idempotence: Tansu answers its InitProducerId with an error.
+        # A resent event is still recorded once: the ledger is idempotent on tenant + event_id.
+        producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, acks="all", linger_ms=2)
+        try:
+            await producer.start()
+        except Exception as exc:  # the driver's errors: one message naming the broker
+            await producer.stop()
+            raise PublishError(f"cannot reach the broker {self._bootstrap}: {exc!r}") from exc
+        self._producer = producer
         return self
 
     async def stop(self) -> None:
