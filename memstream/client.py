@@ -199,6 +199,13 @@ class Memory:
         """See ``AsyncMemory.retrieve``."""
         return self._call(self._memory.retrieve(query, tenant, **options))
 
+    async def aretrieve(self, query: str, tenant: str, **options: Any) -> RetrievalReply:
+        """``retrieve`` for async callers on another loop (it runs on this client's loop)."""
+        future = asyncio.run_coroutine_threadsafe(
+            self._memory.retrieve(query, tenant, **options), self._loop
+        )
+        return await asyncio.wrap_future(future)
+
     def send(self, request: Mapping[str, Any], *, timeout: float | None = None) -> RetrievalReply:
         return self._call(self._memory.send(request, timeout=timeout))
 
