@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
     bench.add_argument(
+        "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
+    )
+    bench.add_argument(
         "--versions",
         type=int,
         default=100_000,
