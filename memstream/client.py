@@ -12,7 +12,6 @@ Must not import torch, Faust or anything of the worker (a test imports it with b
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -51,20 +50,12 @@ __all__ = [
 T = TypeVar("T")
 
 
-def make_transport(
-    bootstrap: str, topics: Topics | None, *, credential: str | None, timeout: float
-) -> MemoryClient:
-    """A MemoryClient carrying ``credential`` where the transport takes one."""
-    options: dict[str, Any] = {"timeout": timeout}
-    if "credential" in inspect.signature(MemoryClient).parameters:
-        options["credential"] = credential
-    return MemoryClient(bootstrap, topics, **options)
-
-
 class AsyncMemory:
     """Typed async access to a memstream stack over Kafka.
 
-    ``async with AsyncMemory("127.0.0.1:9092") as memory: reply = await memory.retrieve(...)``
+    ``async with AsyncMemory(broker, credential=KEY) as memory: await memory.retrieve(…)``
+    (``credential`` None: ``MEMSTREAM_KEY``; requests are signed and sealed with it, events
+    signed).
     """
 
     def __init__(
@@ -84,7 +75,7 @@ class AsyncMemory:
         self._publisher_lock = asyncio.Lock()
 
     async def start(self) -> AsyncMemory:
-        client = make_transport(
+        client = MemoryClient(
             self._bootstrap, self._topics, credential=self._credential, timeout=self._timeout
         )
         await client.start()
@@ -114,7 +105,7 @@ class AsyncMemory:
     async def retrieve(
         self,
         query: str,
-        tenant: str,
+        tenant: str | None = None,
         *,
         user: str | None = None,
         anchors: Sequence[Any] = (),
@@ -128,7 +119,8 @@ class AsyncMemory:
         timeout: float | None = None,
         request_id: str | None = None,
     ) -> RetrievalReply:
-        """Ask one question; the reply's ``status`` says ok, skipped (the gate) or error."""
+        """Ask one question (for the credential's tenant; naming another is refused); the
+        reply's ``status`` says ok, skipped (the gate) or error."""
         record = await self.transport.retrieve(
             query,
             tenant,
@@ -168,7 +160,7 @@ class AsyncMemory:
 class Memory:
     """``AsyncMemory`` for synchronous code: same methods, blocking, one loop thread each.
 
-    ``with Memory("127.0.0.1:9092") as memory: memory.retrieve("what did I return?", "acme")``
+    ``with Memory("127.0.0.1:9092", credential=KEY) as memory: memory.retrieve("what …?")``
     """
 
     def __init__(
@@ -195,11 +187,13 @@ class Memory:
         future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
         return future.result()
 
-    def retrieve(self, query: str, tenant: str, **options: Any) -> RetrievalReply:
+    def retrieve(self, query: str, tenant: str | None = None, **options: Any) -> RetrievalReply:
         """See ``AsyncMemory.retrieve``."""
         return self._call(self._memory.retrieve(query, tenant, **options))
 
-    async def aretrieve(self, query: str, tenant: str, **options: Any) -> RetrievalReply:
+    async def aretrieve(
+        self, query: str, tenant: str | None = None, **options: Any
+    ) -> RetrievalReply:
         """``retrieve`` for async callers on another loop (it runs on this client's loop)."""
         future = asyncio.run_coroutine_threadsafe(
             self._memory.retrieve(query, tenant, **options), self._loop

@@ -1,30 +1,26 @@
 """``bench query --via-http``: the same questions through the HTTP gateway.
 
-A ``memstream gateway`` process on the bench's stack with a credential of its own (written to
-the bench's data dir), asked one request at a time over one keep-alive connection: client send
+A ``memstream gateway`` process on the bench's stack, asked with the bench tenant's agent
+credential, one request at a time over one keep-alive connection: client send
 → JSON reply received, so the figure is the Kafka path plus the gateway's hop and JSON.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import subprocess
 import sys
 import time
 
-from memstream.ops.gateway.auth import CREDENTIALS_FILE
 from memstream.ops.stack import free_port, wait_tcp
 from memstream.services.settings import Settings
 
 
 def start_gateway(settings: Settings, tenant: str) -> tuple[subprocess.Popen[bytes], str, str]:
     """A gateway on resolved ``settings``, listening: (process, url, credential)."""
-    key = f"bench_{secrets.token_hex(16)}"
-    path = settings.data_dir / CREDENTIALS_FILE
-    path.write_text(json.dumps({"agent": {"secret": key, "tenant_id": tenant, "role": "agent"}}))
-    path.chmod(0o600)
+    from memstream.ops.identity import credential_for
+
+    key = credential_for(settings, "agent", tenant=tenant)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     env.update(settings.to_env())

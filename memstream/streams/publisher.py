@@ -3,11 +3,15 @@
 Each event is validated exactly as the worker validates it (``validate_event``); an invalid one
 is refused with its reason and not sent, the valid ones go Avro-encoded and keyed
 ``tenant|memory_key`` (every version of a memory on one partition) through an aiokafka
-producer (acks=all). Imports no torch and no Faust.
+producer (acks=all), each signed with the producer's credential (``envelope.EventSigner``:
+the worker records only events a credential of their tenant and source signed). Imports no
+torch and no Faust.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +19,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from memstream.schemas import codec
+from memstream.schemas import codec, envelope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
@@ -67,10 +71,18 @@ class EventPublisher:
     ) -> None:
         self._bootstrap = bootstrap
         self._topics = topics or Topics()
-        self.credential = credential  # carried for the broker's authentication
+        self._credential = credential
+        self._signer: envelope.EventSigner | None = None
         self._producer: AIOKafkaProducer | None = None
 
     async def start(self) -> EventPublisher:
+        text = self._credential or os.environ.get("MEMSTREAM_KEY", "").strip()
+        if not text:
+            raise PublishError("no credential: pass credential=… or set MEMSTREAM_KEY")
+        try:
+            self._signer = envelope.EventSigner(text)
+        except envelope.EnvelopeError as exc:
+            raise PublishError(f"the credential is unusable: {exc}") from None
         # acks=all, not aiokafka's idempotence: Tansu answers its InitProducerId with an error.
         # A resent event is still recorded once: the ledger is idempotent on tenant + event_id.
         producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, acks="all", linger_ms=2)
@@ -102,7 +114,7 @@ class EventPublisher:
     ) -> Published:
         """Validate and send ``events``; with ``tenant_id`` an event of another tenant is
         refused (``tenant_mismatch``). Returns once the broker acknowledged every sent one."""
-        if self._producer is None:
+        if self._producer is None or self._signer is None:
             raise PublishError("the publisher is not started: use `async with EventPublisher(…)`")
         moment = now or datetime.now(UTC)
         outcome = Published()
@@ -127,12 +139,11 @@ class EventPublisher:
                 continue
             value = codec.encode("MemoryEvent", event_record(event))
             key = f"{event.tenant_id}|{event.memory_key}".encode()
-            pending.append(
-                (
-                    (event.tenant_id, event.event_id),
-                    await self._producer.send(self._topics.events, value=value, key=key),
-                )
+            headers = self._signer.headers(value, event.event_id, int(time.time() * 1000))
+            sent = await self._producer.send(
+                self._topics.events, value=value, key=key, headers=headers
             )
+            pending.append(((event.tenant_id, event.event_id), sent))
         for ident, future in pending:
             try:
                 await future

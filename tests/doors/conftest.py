@@ -1,10 +1,9 @@
 """One real stack for the doors' tests: Tansu, the machine's Postgres and Redis, one worker,
-and one `memstream gateway` process with a credentials file of four keys (an agent and a
-producer of the tenant, an agent of another tenant, an all-tenant admin)."""
+and one `memstream gateway` process; credentials from the tenants' store: an agent, a producer
+(sources crm and catalog) and an admin of the tenant, and an agent of another tenant."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ import pytest
 
 from memstream.ops.stack import free_port
 from tests.conftest import unique
-from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup, produce
+from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
 from tests.e2e.processes import Process
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -34,7 +33,7 @@ class Doors:
         return {"Authorization": f"Bearer {self.keys[name]}"}
 
     def ingest(self, events: list[dict[str, Any]]) -> None:
-        produce(self.setup.broker, self.setup.topics.events, (encoded(e) for e in events))
+        self.setup.produce(encoded(e) for e in events)
         status = self.setup.wait([(e["tenant_id"], e["event_id"]) for e in events], timeout=120)
         assert not status.pending and not status.dead, status
 
@@ -104,17 +103,12 @@ def doors(
 ) -> Iterator[Doors]:
     setup = make_setup(broker, machine_postgres_dsn, tmp_path_factory.mktemp("doors"))
     tenant, other = unique("tenant-"), unique("tenant-")
-    keys = {name: f"ms_{name}_{uuid.uuid4().hex}" for name in ("agent", "producer", "other")}
-    keys["admin"] = f"ms_admin_{uuid.uuid4().hex}"
-    entries = {
-        "agent": {"secret": keys["agent"], "tenant_id": tenant, "role": "agent"},
-        "producer": {"secret": keys["producer"], "tenant_id": tenant, "role": "producer"},
-        "other": {"secret": keys["other"], "tenant_id": other, "role": "agent"},
-        "admin": {"secret": keys["admin"], "tenant_id": None, "role": "admin"},
+    keys = {
+        "agent": setup.keyring.key(tenant, "agent"),
+        "producer": setup.keyring.key(tenant, "producer", ["crm", "catalog"]),
+        "admin": setup.keyring.key(tenant, "admin"),
+        "other": setup.keyring.key(other, "agent"),
     }
-    path = setup.data_dir / "credentials.json"
-    path.write_text(json.dumps(entries))
-    path.chmod(0o600)
     worker = setup.worker()
     port = free_port()
     gateway = Process(["gateway", "--port", str(port)], setup.env())

@@ -26,6 +26,7 @@ def test_the_sync_client_retrieves_typed_replies_and_remembers(doors: Doors) -> 
         top = reply.results[0]
         assert top.memory_key == "return:C-17:O-1" and top.version == 1
         assert 0 < top.scores.trust <= 1 and "kettle" in top.rendered
+    with Memory(setup.broker, setup.topics, credential=doors.keys["producer"]) as producer:
         event = memory_event(
             doors.tenant,
             "note:C-55:sync",
@@ -33,7 +34,7 @@ def test_the_sync_client_retrieves_typed_replies_and_remembers(doors: Doors) -> 
             ago=timedelta(hours=1),
             entity="customer:C-55",
         )
-        published = memory.remember([event, {"event_id": "broken"}], tenant=doors.tenant)
+        published = producer.remember([event, {"event_id": "broken"}], tenant=doors.tenant)
         assert published.sent == [(doors.tenant, event["event_id"])]
         assert [(r.index, r.reason) for r in published.rejected] == [(1, "missing_field")]
     status = setup.wait([(doors.tenant, event["event_id"])], timeout=120)
@@ -43,7 +44,8 @@ def test_the_sync_client_retrieves_typed_replies_and_remembers(doors: Doors) -> 
 def test_the_async_client_and_a_bad_request(doors: Doors) -> None:
     async def go() -> tuple[RetrievalReply, RetrievalReply]:
         setup = doors.setup
-        async with AsyncMemory(setup.broker, setup.topics, timeout=30) as memory:
+        key = doors.keys["agent"]
+        async with AsyncMemory(setup.broker, setup.topics, credential=key, timeout=30) as memory:
             good = await memory.retrieve(
                 "what does X1 charge over?", doors.tenant, anchors=[("product", "X1")], force=True
             )
@@ -58,7 +60,7 @@ def test_the_async_client_and_a_bad_request(doors: Doors) -> None:
 
 def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
-    with Memory(setup.broker, setup.topics, timeout=30) as memory:
+    with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
         retriever = MemstreamRetriever(memory=memory, tenant=doors.tenant, user="C-17", limit=3)
 
         def cite(documents: list[Document]) -> str:
@@ -81,7 +83,7 @@ def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
 
 def test_a_llamaindex_query_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
-    with Memory(setup.broker, setup.topics, timeout=30) as memory:
+    with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
         retriever = MemstreamLlamaRetriever(memory, doors.tenant, anchors=[("product", "X1")])
         # No LLM: the no-text synthesizer returns the retrieved nodes as the sources.
         engine = RetrieverQueryEngine(

@@ -120,10 +120,23 @@ def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
         == []
     )
     foreign = memory_event(doors.other_tenant, "note:x", "other tenant", ago=timedelta(hours=1))
-    refused = httpx.post(
-        f"{doors.url}/v1/events", json=foreign, headers=doors.headers("producer"), timeout=30
+    unbound = memory_event(doors.tenant, "note:y", "from the forum", ago=timedelta(hours=1),
+                           source="forum")  # fmt: skip
+    for event in (foreign, unbound):  # another tenant, a source the producer does not speak for
+        refused = httpx.post(
+            f"{doors.url}/v1/events", json=[good, event], headers=doors.headers("producer"),
+            timeout=30,
+        )  # fmt: skip
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "forbidden"
+    assert (
+        doors.setup.sql(
+            "SELECT 1 FROM event_ledger WHERE tenant_id = %s AND event_id = %s",
+            doors.tenant,
+            good["event_id"],
+        )
+        == []
     )
-    assert refused.status_code == 422 and "not" in refused.json()["error"]["message"]
 
 
 def test_auth_failures(doors: Doors) -> None:
@@ -160,11 +173,13 @@ def test_auth_failures(doors: Doors) -> None:
         f"{doors.url}/v1/audit/req-x1-charge", headers=doors.headers("other"), timeout=10
     )
     assert foreign_audit.status_code == 404
-    admin_needs_tenant = httpx.post(
-        f"{doors.url}/v1/retrieve", json=body, headers=doors.headers("admin"), timeout=10
+    admin_elsewhere = httpx.post(
+        f"{doors.url}/v1/retrieve",
+        json={**body, "tenant_id": doors.other_tenant},
+        headers=doors.headers("admin"),
+        timeout=10,
     )
-    assert admin_needs_tenant.status_code == 422
-    assert admin_needs_tenant.json()["error"]["code"] == "missing_tenant"
+    assert admin_elsewhere.status_code == 403  # an admin is its own tenant's, no other's
 
 
 def test_a_bad_body_is_a_422_naming_the_field(doors: Doors) -> None:

@@ -43,7 +43,8 @@ def chromium(*args: str) -> str:
 
 
 def login_url(doors: Doors, page: str) -> str:
-    return f"{doors.url}/ui/login?credential={doors.keys['agent']}&next={quote(page, safe='')}"
+    key = quote(doors.keys["agent"], safe="")
+    return f"{doors.url}/ui/login?credential={key}&next={quote(page, safe='')}"
 
 
 def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: Doors) -> None:

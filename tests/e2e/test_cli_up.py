@@ -93,6 +93,13 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         )
         reply = json.loads(answered.stdout)
         assert [(r["memory_key"], r["version"]) for r in reply["results"]] == [("spec:X1", 2)]
+        # The gateway takes the development tenant's agent key.
+        agent = json.loads(credentials.read_text())["tenants"]["dev"]["agent"]
+        history = urllib.request.Request(
+            f"{gateway}/v1/memories/spec:X1/history", headers={"Authorization": f"Bearer {agent}"}
+        )
+        with urllib.request.urlopen(history, timeout=10) as page:
+            assert [v["version"] for v in json.loads(page.read())["versions"]] == [1, 2]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
             metrics = page.read().decode()
         assert 'memstream_events_ingested_total{outcome="current"} 2.0' in metrics

@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 
-from memstream.ops.gateway.auth import authenticator_for
 from memstream.ops.gateway.service import Doors
 from memstream.ops.stack import StackError, port_is_free, resolve_settings
 from memstream.services.settings import Settings
@@ -36,7 +35,7 @@ def gateway(settings: Settings, *, host: str, port: int) -> int:
             f"port {port} on {host} is already in use",
             "stop what uses it, or pass --port / set MEMSTREAM_GATEWAY_PORT to a free port",
         )
-    doors = Doors(resolved, authenticator_for(resolved.data_dir))
+    doors = Doors(resolved)
     config = uvicorn.Config(
         create_app(doors), host=host, port=port, log_level="warning", lifespan="on"
     )
@@ -59,6 +58,6 @@ def mcp_stdio(settings: Settings) -> int:
 
     logging.getLogger().handlers[:] = [logging.StreamHandler(sys.stderr)]
     resolved = resolve_settings(settings)
-    doors = Doors(resolved, authenticator_for(resolved.data_dir))
-    asyncio.run(run_stdio(doors, os.environ.get(CREDENTIAL_VARIABLE)))
+    doors = Doors(resolved)
+    asyncio.run(run_stdio(doors, resolved.key or os.environ.get(CREDENTIAL_VARIABLE)))
     return 0

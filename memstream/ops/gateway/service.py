@@ -17,11 +17,20 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from memstream.client import AsyncMemory, MemoryClientError, PublishError, RetrievalTimeout
-from memstream.ops.gateway.auth import Authenticator, DoorError, Principal, bearer, forbidden
+from memstream.ops.gateway.auth import (
+    Authenticator,
+    DoorError,
+    Principal,
+    bearer,
+    readable_tenant,
+    refused,
+    writable,
+)
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
 from memstream.services.domain import versioning
 from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.identity import AuthError, Forbidden
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.reply import RetrievalReply
 from memstream.services.domain.validation import validate_event
@@ -41,6 +50,8 @@ REPLY_STATUS = {
     "bad_time": 422,
     "bad_field": 422,
     "unknown_tenant": 404,
+    "unauthenticated": 401,
+    "forbidden": 403,
     "deadline_exceeded": 504,
     "undecodable": 400,
 }
@@ -93,12 +104,18 @@ def request_record(body: Mapping[str, Any], tenant_id: str) -> dict[str, Any]:
 
 class Doors:
     def __init__(
-        self, settings: Settings, authenticator: Authenticator, *, timeout: float = 15.0
+        self,
+        settings: Settings,
+        authenticator: Authenticator | None = None,
+        *,
+        timeout: float = 15.0,
     ) -> None:
-        """``settings`` with every endpoint resolved (broker, postgres_dsn)."""
+        """``settings`` with every endpoint resolved (broker, postgres_dsn); without an
+        ``authenticator``, ``start`` opens the tenants' credential store."""
         assert settings.broker is not None and settings.postgres_dsn is not None
         self.settings = settings
-        self.authenticator = authenticator
+        self._authenticator = authenticator
+        self._store: Any = None
         self.timeout = timeout
         self._repo: PostgresMemoryRepository | None = None
         self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
@@ -109,6 +126,11 @@ class Doors:
         self._repo = await PostgresMemoryRepository.connect(
             self.settings.postgres_dsn, min_size=1, max_size=4
         )
+        if self._authenticator is None:
+            from memstream.services import bootstrap
+
+            self._store = await bootstrap.credential_store(self.settings)
+            self._authenticator = self._store
         return self
 
     async def close(self) -> None:
@@ -118,6 +140,9 @@ class Doors:
         if self._repo is not None:
             await self._repo.close()
             self._repo = None
+        if self._store is not None:
+            await self._store.close()
+            self._store = self._authenticator = None
 
     @property
     def repo(self) -> PostgresMemoryRepository:
@@ -127,7 +152,11 @@ class Doors:
     async def authenticate(self, authorization: str | None) -> tuple[Principal, str]:
         """The caller of an ``Authorization`` header, and its credential."""
         secret = bearer(authorization)
-        return await self.authenticator.authenticate(secret), secret
+        assert self._authenticator is not None, "Doors.start() first"
+        try:
+            return await self._authenticator.authenticate(secret), secret
+        except AuthError as exc:
+            raise refused(exc) from None
 
     async def _memory(self, credential: str) -> AsyncMemory:
         async with self._lock:
@@ -151,9 +180,7 @@ class Doors:
     async def retrieve(
         self, principal: Principal, credential: str, body: Mapping[str, Any]
     ) -> RetrievalReply:
-        if not principal.may("agent"):
-            raise forbidden(f"credential {principal.key_id!r} ({principal.role}) cannot retrieve")
-        tenant = principal.tenant_for(body.get("tenant_id"))
+        tenant = readable_tenant(principal, body.get("tenant_id"))
         record = request_record(body, tenant)
         memory = await self._memory(credential)
         try:
@@ -173,8 +200,8 @@ class Doors:
         wait_seconds: float = 60.0,
     ) -> Ingestion:
         """Validate every event first: one invalid, none sent (422 naming each)."""
-        if not principal.may("producer"):
-            raise forbidden(f"credential {principal.key_id!r} ({principal.role}) cannot publish")
+        if principal.role not in ("producer", "admin"):  # before reading a single event
+            raise refused(Forbidden(f"role {principal.role} may not publish"))
         if not events:
             raise DoorError("missing_field", "no events: send one MemoryEvent or a list", 422)
         if len(events) > MAX_EVENTS:
@@ -187,10 +214,7 @@ class Doors:
             except InvalidEvent as exc:
                 problems.append(f"event {index}: {exc.reason}: {exc.detail}")
                 continue
-            try:
-                principal.tenant_for(event.tenant_id)
-            except DoorError as exc:
-                problems.append(f"event {index}: {exc.message}")
+            writable(principal, event.tenant_id, event.source_system)  # 403: none sent
         if problems:
             raise DoorError("invalid_event", "; ".join(problems) + " (nothing was sent)", 422)
         memory = await self._memory(credential)
@@ -220,9 +244,7 @@ class Doors:
         as_of: datetime | None = None,
         known_at: datetime | None = None,
     ) -> tuple[str, list[MemoryVersion]]:
-        if not principal.may("agent"):
-            raise forbidden(f"credential {principal.key_id!r} ({principal.role}) cannot read")
-        tenant = principal.tenant_for(tenant_id)
+        tenant = readable_tenant(principal, tenant_id)
         chain = await self._read(self.repo.chain(tenant, memory_key))
         if chain and known_at is not None:
             chain = versioning.known_at(chain, known_at)
@@ -233,16 +255,16 @@ class Doors:
 
     async def audit(self, principal: Principal, request_id: str) -> list[dict[str, Any]]:
         """The logged answers to ``request_id`` that the caller's tenant may see."""
-        if not principal.may("agent"):
-            raise forbidden(f"credential {principal.key_id!r} ({principal.role}) cannot read")
+        tenant = readable_tenant(principal, None)
         entries = await self._read(PostgresQueryLog(self.repo.pool).find(request_id))
-        return [e for e in entries if principal.tenant_id in (None, e["tenant_id"])]
+        return [e for e in entries if e["tenant_id"] == tenant]
 
     async def answers_about(
         self, principal: Principal, tenant_id: str, memory_key: str
     ) -> list[dict[str, Any]]:
         log = PostgresQueryLog(self.repo.pool)
-        return await self._read(log.answers_about(principal.tenant_for(tenant_id), memory_key))
+        tenant = readable_tenant(principal, tenant_id)
+        return await self._read(log.answers_about(tenant, memory_key))
 
     async def _read(self, pending: Awaitable[T]) -> T:
         try:
