@@ -278,7 +278,7 @@ def bench(settings: Settings, args: Any) -> int:
     if args.what == "query":
         from memstream.ops.bench_query import bench_query, print_query
 
-        print_query(bench_query(args.memories, args.questions))
+        print_query(bench_query(args.memories, args.questions, via_http=args.via_http))
         return 0
     if args.what == "replay":
         from memstream.ops.bench_replay import bench_replay, print_replay

@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
     bench.add_argument(
+        "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
+    )
+    bench.add_argument(
         "--versions",
         type=int,
         default=100_000,
@@ -212,6 +215,13 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument(
         "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
     )
+
+    gateway = sub.add_parser(
+        "gateway", help="serve the HTTP gateway (REST, MCP at /mcp, timeline at /ui)"
+    )
+    gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
     return parser
 
 
@@ -303,6 +313,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
+    if args.command in ("gateway", "mcp"):
+        from memstream.ops.gateway.serve import gateway, mcp_stdio
+
+        if args.command == "mcp":
+            return mcp_stdio(settings)
+        return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)
     raise AssertionError(f"unhandled command {args.command}")
 
 
