@@ -100,6 +100,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
     quality.add_argument("--out", default="results", help="report folder root (default results)")
+    quality.add_argument(
+        "--via-kafka",
+        action="store_true",
+        help="LoCoMo also through a real stack + worker (publish, ask --batch), beside in-process",
+    )
 
     rules = sub.add_parser("rules", help="a tenant's half-lives and authorities (run time)")
     rules.add_argument("action", choices=["set", "show"])

@@ -33,6 +33,7 @@ def options_from_args(args: Any) -> Options:
         seed=args.seed,
         suites=suites,
         embedding_cache=Path(args.out) / ".embedding-cache",
+        via_kafka=bool(getattr(args, "via_kafka", False)),
     )
 
 

@@ -54,6 +54,7 @@ class Options:
     concurrency: int = 8
     datasets: Path | None = None
     embedding_cache: Path | None = None
+    via_kafka: bool = False  # LoCoMo also through a real stack + worker (quality.served)
 
     def describe(self) -> dict[str, str]:
         def shown(value: int | None) -> str:
@@ -66,6 +67,7 @@ class Options:
             "LoCoMo questions": shown(self.locomo_questions),
             "SGD cases (slot chains)": shown(self.sgd_cases),
             "seed": str(self.seed),
+            "LoCoMo also served through Kafka": "yes" if self.via_kafka else "no",
         }
 
 
@@ -375,4 +377,14 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     finally:
         stack.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+    if options.via_kafka:
+        from memstream.ops.quality.served import run_served
+
+        for run in runs:
+            if run.suite.name == "locomo":
+                served, seconds, dead, errors = run_served(run.suite, options.concurrency, console)
+                run.rankings.update(served)
+                run.seconds.update(seconds)
+                run.dead_letters += dead
+                run.errors += errors
     return runs, stages

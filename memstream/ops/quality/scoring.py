@@ -21,6 +21,7 @@ from typing import Any
 from memstream.ops.quality import metrics
 from memstream.ops.quality.gate_set import gate_rates
 from memstream.ops.quality.runner import REPORTED, SuiteRun
+from memstream.ops.quality.served import SERVED
 from memstream.ops.quality.suite import Question
 
 ANSWERABLE = "1-4 (answerable)"
@@ -44,11 +45,13 @@ class Scores:
     timeqa_count: int = 0
     gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
     gate_misses: list[str] = field(default_factory=list)
+    # --via-kafka: share of LoCoMo questions whose served top 5 equals the in-process top 5
+    served_agreement: float | None = None
 
     def headline(self) -> dict[str, dict[str, float | None]]:
         """system → the headline figures (None where a suite did not run)."""
         rows: dict[str, dict[str, float | None]] = {}
-        for system in REPORTED:
+        for system in (*REPORTED, *(s for s in self.locomo if s not in REPORTED)):
             locomo = self.locomo.get(system, {}).get(ANSWERABLE, {})
             rows[system] = {
                 "trap wrong-memory rate ↓": self.traps.get(system, {}).get("all"),
@@ -130,13 +133,20 @@ def _locomo_metrics(pairs: list[tuple[list[str], Question]]) -> dict[str, float]
 def score_locomo(run: SuiteRun, scores: Scores) -> None:
     questions = run.suite.questions
     groups = sorted({q.group for q in questions})
-    for system in REPORTED:
+    served = [s for s in run.rankings if s not in REPORTED]  # --via-kafka: the served path
+    for system in (*REPORTED, *served):
         pairs = list(zip(run.rankings[system], questions, strict=True))
         table = {g: _locomo_metrics([p for p in pairs if p[1].group == g]) for g in groups}
         answerable = [p for p in pairs if not p[1].group.startswith("5")]
         if answerable:
             table[ANSWERABLE] = _locomo_metrics(answerable)
         scores.locomo[system] = table
+    if SERVED in run.rankings:
+        same = [
+            a[:5] == b[:5]
+            for a, b in zip(run.rankings["memstream"], run.rankings[SERVED], strict=True)
+        ]
+        scores.served_agreement = sum(same) / len(same) if same else None
     for g in groups:
         scores.locomo_counts[g] = sum(1 for q in questions if q.group == g)
     scores.locomo_counts[ANSWERABLE] = sum(1 for q in questions if not q.group.startswith("5"))
