@@ -1,14 +1,19 @@
 """``POST /v1/forget`` against the running gateway and worker: only an admin erases, a dry run
 changes nothing, a bad scope is a clear 422; after the erasure history shows tombstones and
-retrieval no longer returns the memory, while another subject's memory stays."""
+retrieval no longer returns the memory, while another subject's memory stays. MCP offers no
+erasure (agents do not forget), and its history shows the tombstone."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import httpx
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.doors.conftest import Doors, memory_event
 
@@ -125,3 +130,43 @@ def test_an_admin_forgets_a_customer_over_http(doors: Doors) -> None:
     still = retrieve(doors, other)
     assert kept in [r["memory_key"] for r in still.json()["results"]]
     assert all("erased" not in v for v in history(doors, kept))
+
+
+def test_mcp_offers_no_erasure_and_its_history_shows_the_tombstone(doors: Doors) -> None:
+    tag = uuid.uuid4().hex[:8]
+    key, canary = f"note:fm-{tag}", f"Wombat{tag}"
+    doors.ingest(
+        [
+            memory_event(
+                doors.tenant,
+                key,
+                f"Leave parcels with {canary} next door.",
+                ago=timedelta(days=1),
+                entity=f"customer:M-{tag}",
+            )
+        ]
+    )
+    done = forget(doors, {"scope": {"memory_key": key}, "reason": "mcp check"}, wait="true")
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+
+    async def go() -> dict[str, Any]:
+        admin = httpx2.AsyncClient(headers=doors.headers("admin"), timeout=60)
+        async with (
+            admin,
+            streamable_http_client(f"{doors.url}/mcp", http_client=admin) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert names and not any("forget" in n or "erase" in n for n in names), names
+            got = await session.call_tool("memory_history", {"memory_key": key})
+            assert not got.is_error and got.structured_content is not None, got
+            text = got.content[0].text  # type: ignore[union-attr]
+            assert "[erased " in text and done.json()["erasure_id"] in text
+            assert canary not in text
+            return got.structured_content
+
+    body = asyncio.run(asyncio.wait_for(go(), 120))
+    (version,) = body["versions"]
+    assert version["erased"]["erasure_id"] == done.json()["erasure_id"]
+    assert version["content"] == "" and canary not in str(body)
