@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
     bench.add_argument(
+        "--encoders",
+        default="torch,onnx,onnx-int8",
+        help="encoders side by side (ingest, query benches; the first is the reference)",
+    )
+    bench.add_argument(
+        "--burst", type=int, default=5_000, help="events ingested under queries (query bench)"
+    )
+    bench.add_argument(
         "--versions",
         type=int,
         default=100_000,
