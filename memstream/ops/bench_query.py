@@ -5,9 +5,9 @@ One run, this machine: a fresh embedded stack, one worker process, N memories fo
 - uncached: distinct questions, one at a time, client send → reply received (MemoryClient);
 - cached: one question repeated (the reply cache answers);
 - the server's time per stage (the replies' ``latency_ms``);
-- under ingest: distinct questions, one at a time, while a burst of events (``--burst``, default
-  5,000) is being ingested into the same tenant; only the answers that came while the burst was
-  still being ingested count;
+- under ingest: as many other distinct questions, one at a time, while a burst of events
+  (``--burst``, default 5,000) is being ingested into the same tenant; only the answers that came
+  while the burst was still being ingested count;
 - alone: embedding the same questions plus one Qdrant Edge top-10 search, in-process, once the
   worker has released the shard.
 Each encoder runs on a stack of its own (an index holds one encoder's vectors), side by side.
@@ -184,7 +184,7 @@ def _bench_one(memories: int, count: int, encoder: str, burst: int) -> dict[str,
             uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
             cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
             out.print(f"{encoder}: questions while {burst} events are ingested …")
-            busy, busy_replies = _under_ingest(resolved, tenant, memories, burst)
+            busy, busy_replies = _under_ingest(resolved, tenant, memories, burst, count)
         finally:
             worker.terminate()
             worker.wait(60)
@@ -211,7 +211,7 @@ def _bench_one(memories: int, count: int, encoder: str, burst: int) -> dict[str,
 
 
 def _under_ingest(
-    settings: Settings, tenant: str, memories: int, burst: int
+    settings: Settings, tenant: str, memories: int, burst: int, count: int
 ) -> tuple[list[float], list[dict[str, Any]]]:
     """A burst of new memories published into the tenant while questions are asked."""
     raws = synthetic_events(tenant, burst, seed=3)
@@ -225,7 +225,8 @@ def _under_ingest(
     watcher.start()
     try:
         time.sleep(1.0)  # the burst has reached the worker
-        texts = [q.replace("C-", "C-9") for q in questions(4 * burst)]  # none asked before
+        # As many questions as idle, none asked before; they stop early if the burst is in.
+        texts = [q.replace("C-", "C-9") for q in questions(count)]
         return asyncio.run(_ask_under_ingest(settings, tenant, texts, done))
     finally:
         publisher.join()
