@@ -139,19 +139,24 @@ def with_encoder(settings: Settings, encoder: str) -> Settings:
     return replace(settings, encoder=encoder, model_cache=base.model_cache_dir)
 
 
-def model_throughput(settings: Settings, texts: list[str], repeats: int = 2) -> tuple[str, float]:
-    """The encoder that loaded and its best texts/s over ``repeats`` runs (the machine is
-    shared: the best run is the least disturbed)."""
+def model_throughput(
+    settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
+) -> dict[str, tuple[str, float]]:
+    """Per encoder: the encoder that loaded and its best texts/s. The encoders take turns,
+    ``repeats`` rounds, and each keeps its best run: on a shared machine the load changes from
+    one minute to the next, and turns spread it over all of them alike."""
     from memstream.services.bootstrap import load_embedder
 
-    embedder = load_embedder(settings)
-    embedder.embed_sync(texts[:64])  # warm-up
-    best = 0.0
+    loaded = {e: load_embedder(replace(settings, encoder=e)) for e in encoders}
+    best = dict.fromkeys(encoders, 0.0)
+    for embedder in loaded.values():
+        embedder.embed_sync(texts[:64])  # warm-up
     for _ in range(repeats):
-        started = time.perf_counter()
-        embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
-        best = max(best, len(texts) / (time.perf_counter() - started))
-    return embedder.encoder, best
+        for encoder, embedder in loaded.items():
+            started = time.perf_counter()
+            embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
+            best[encoder] = max(best[encoder], len(texts) / (time.perf_counter() - started))
+    return {e: (loaded[e].encoder, best[e]) for e in encoders}
 
 
 async def _pg_latency(dsn: str, count: int) -> list[float]:
@@ -202,12 +207,10 @@ def bench_ingest(events: int, model_sample: int, encoders: list[str]) -> list[Fi
     """Each encoder in turn: the model alone, then end to end on a fresh stack of its own (an
     index holds one encoder's vectors), then the Postgres write latency on that stack."""
     base = Settings.from_env()
-    rates = {}
     texts = [r["content"] for r in synthetic_events("sample", model_sample)]
-    for encoder in encoders:
-        settings = with_encoder(Settings(model_path=base.model_path), encoder)
-        out.print(f"{encoder}: raw model throughput on {model_sample} texts …")
-        rates[encoder] = model_throughput(settings, texts)
+    out.print(f"raw model throughput on {model_sample} texts, the encoders in turn …")
+    settings = with_encoder(Settings(model_path=base.model_path), encoders[0])
+    rates = model_throughput(settings, encoders, texts)
     return [_end_to_end(base, encoder, *rates[encoder], events=events) for encoder in encoders]
 
 
