@@ -4,6 +4,7 @@ One run, this machine: a fresh embedded stack, one worker process, N memories fo
 (published and ingested), then
 - uncached: distinct questions, one at a time, client send → reply received (MemoryClient);
 - cached: one question repeated (the reply cache answers);
+- with ``--via-http``, both again through a ``memstream gateway`` (bench_http);
 - the server's time per stage (the replies' ``latency_ms``);
 - under ingest: as many other distinct questions, one at a time, while a burst of events
   (``--burst``, default 5,000) is being ingested into the same tenant; only the answers that came
@@ -62,7 +63,10 @@ async def _ask_all(
 
     assert settings.broker is not None
     times, replies = [], []
-    async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
+    from memstream.ops.identity import credential_for
+
+    key = credential_for(settings, "agent", tenant=tenant)
+    async with MemoryClient(settings.broker, settings.topics, timeout=30, credential=key) as client:
         await client.retrieve("warm-up", tenant, force=True)
         for text in texts:
             started = time.perf_counter()
@@ -95,11 +99,13 @@ async def _ask_under_ingest(
 ) -> tuple[list[float], list[dict[str, Any]]]:
     """Questions one at a time until ``done`` (the burst is in) or ``texts`` run out; only the
     answers received before ``done`` count."""
+    from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient
 
     assert settings.broker is not None
     times, replies = [], []
-    async with MemoryClient(settings.broker, settings.topics, timeout=60) as client:
+    key = credential_for(settings, "agent", tenant=tenant)
+    async with MemoryClient(settings.broker, settings.topics, timeout=60, credential=key) as client:
         for text in texts:
             if done.is_set():
                 break
@@ -132,11 +138,102 @@ async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[floa
     return times
 
 
-def bench_query(memories: int, count: int, encoders: list[str], burst: int) -> list[dict[str, Any]]:
-    return [_bench_one(memories, count, encoder, burst) for encoder in encoders]
+async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
+    """What identity costs one request, both sides: the client seals and signs, the worker's
+    guard verifies (real credential store, real nonce store) and opens, seals the reply, the
+    client opens it."""
+    from memstream.ops.identity import credential_for
+    from memstream.schemas import codec, envelope
+    from memstream.services import bootstrap
+    from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
+    from memstream.services.adapters.redis_nonces import RedisNonceStore
+    from memstream.services.handlers.guard import Guard, Opened
+    from memstream.services.ports import Position
+
+    assert settings.postgres_dsn is not None and settings.redis_url is not None
+    credential = envelope.Credential.parse(credential_for(settings, "agent", tenant=tenant))
+    signer = credential.signer()
+    store = await PostgresCredentialStore.connect(settings.postgres_dsn, bootstrap.utcnow)
+    nonces = RedisNonceStore.from_url(settings.redis_url)
+    replies = settings.topics.replies
+    guard = Guard(
+        store,
+        nonces,
+        bootstrap.service_key(settings),
+        {replies: settings.topics.reply_partitions},
+        replies,
+        lambda data: codec.decode("RetrievalRequest", data),
+        bootstrap.utcnow,
+    )
+    reply = codec.encode(
+        "RetrievalReply",
+        {"request_id": "x", "status": "ok", "gate": {"decision": "forced", "reason": "r"},
+         "results": [], "latency_ms": {}, "error": None, "served_at": bootstrap.utcnow()},
+    )  # fmt: skip
+    times = []
+    try:
+        for n in range(count + 1):
+            started = time.perf_counter()
+            rid = uuid.uuid4().hex
+            plain = codec.encode(
+                "RetrievalRequest",
+                {"request_id": rid, "tenant_id": tenant, "query": QUESTIONS[0], "user_id": None,
+                 "anchors": [], "context": {"active_task": None, "active_entities": [],
+                 "time_window": None}, "as_of": None, "known_at": None, "limit": 10,
+                 "force": True, "reply_to": replies, "reply_partition": 0, "deadline_ms": None},
+            )  # fmt: skip
+            mine, keys = envelope.client_session(credential.service_public)
+            value = envelope.seal(keys.request, plain, envelope.REQUEST_AAD)
+            mine_text = envelope.b64(mine)
+            token = envelope.sign(
+                credential, signer, "request", value, rid, int(time.time() * 1000) + 60_000,
+                envelope.request_binding(mine_text.encode(), replies, "0"),
+            )  # fmt: skip
+            headers = {
+                "correlation_id": rid.encode(),
+                "reply_to": replies.encode(),
+                "reply_partition": b"0",
+                envelope.AUTH_HEADER: token.encode(),
+                envelope.REPLY_KEY_HEADER: mine_text.encode(),
+            }
+            opened = await guard.open_request(value, headers, Position("bench", 0, n))
+            if not isinstance(opened, Opened):
+                raise RuntimeError(f"the guard refused an honest request: {opened}")
+            sealed = guard.seal_reply(opened.keys, rid, reply)
+            envelope.open_sealed(keys.reply, sealed, envelope.reply_aad(rid))
+            if n:  # the first one warms the key cache
+                times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await nonces.close()
+        await store.close()
+    return times
 
 
-def _bench_one(memories: int, count: int, encoder: str, burst: int) -> dict[str, Any]:
+def _over_http(settings: Settings, tenant: str, texts: list[str]) -> dict[str, Any]:
+    from memstream.ops.bench_http import ask_over_http, start_gateway
+
+    out.print(f"through the HTTP gateway: {len(texts)} other questions, then one repeated …")
+    gateway, url, key = start_gateway(settings, tenant)
+    fresh = questions(2 * len(texts))[len(texts) :]  # not in the reply cache yet
+    try:
+        return {
+            "http_uncached": percentiles(ask_over_http(url, key, fresh)),
+            "http_cached": percentiles(ask_over_http(url, key, [texts[0]] * len(texts))),
+        }
+    finally:
+        gateway.terminate()
+        gateway.wait(30)
+
+
+def bench_query(
+    memories: int, count: int, encoders: list[str], burst: int, *, via_http: bool = False
+) -> list[dict[str, Any]]:
+    return [_bench_one(memories, count, e, burst, via_http=via_http) for e in encoders]
+
+
+def _bench_one(
+    memories: int, count: int, encoder: str, burst: int, *, via_http: bool
+) -> dict[str, Any]:
     from memstream.ops.ingest_status import wait_for
     from memstream.ops.stack import EmbeddedStack
     from memstream.ops.up import prepare
@@ -183,6 +280,8 @@ def _bench_one(memories: int, count: int, encoder: str, burst: int) -> dict[str,
             out.print(f"{encoder}: {count} distinct questions, then one repeated {count} times …")
             uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
             cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
+            if via_http:
+                figures.update(_over_http(resolved, tenant, texts))
             out.print(f"{encoder}: questions while {burst} events are ingested …")
             busy, busy_replies = _under_ingest(resolved, tenant, memories, burst, count)
         finally:
@@ -202,6 +301,7 @@ def _bench_one(memories: int, count: int, encoder: str, burst: int) -> dict[str,
         figures["cache_hits"] = sum(1 for r in cached_replies if r["latency_ms"].get("cache_hit"))
         figures["stages"] = {k: statistics.median(v) for k, v in stages.items()}
         figures["alone"] = percentiles(asyncio.run(_alone(resolved, tenant, texts)))
+        figures["security"] = percentiles(asyncio.run(_security(resolved, tenant, count)))
     finally:
         stack.stop()
         import shutil
@@ -249,8 +349,13 @@ def print_query(runs: list[dict[str, Any]]) -> None:
         ("end to end, uncached, under ingest", "under_ingest"),
         ("  its embed stage (server)", "under_ingest_embed"),
         ("end to end, repeated request (reply cache)", "cached"),
+        ("HTTP gateway, uncached (POST → JSON reply)", "http_uncached"),
+        ("HTTP gateway, repeated request (reply cache)", "http_cached"),
         ("embed query + one vector search, alone", "alone"),
+        ("identity: sign + seal, verify + open, seal + open reply", "security"),
     ):
+        if key not in first:
+            continue
         table.add_row(name, *("{:.1f} / {:.1f} / {:.1f}".format(*f[key]) for f in runs))
     table.add_row("questions answered under ingest", *(str(f["under_ingest_count"]) for f in runs))
     table.add_row(

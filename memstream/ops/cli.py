@@ -45,13 +45,14 @@ def _parser() -> argparse.ArgumentParser:
         help="return only when every event is ingested or dead-lettered",
     )
     publish.add_argument("--topic", help="topic to publish to (default: the events topic)")
+    publish.add_argument("--key", help="producer credential (default MEMSTREAM_KEY / data dir)")
     publish.add_argument(
         "--timeout", type=float, default=900.0, help="seconds --wait waits at most (default 900)"
     )
 
     ask = sub.add_parser("ask", help="ask memstream a question (or a batch) over Kafka")
     ask.add_argument("query", nargs="?", help="the question, as an agent would ask it")
-    ask.add_argument("--tenant", help="tenant id (required unless --batch)")
+    ask.add_argument("--tenant", help="tenant id (default: the credential's)")
     ask.add_argument("--user", help="the user / customer the question is about")
     ask.add_argument("--as-of", dest="as_of", help="valid time: what was true then (ISO)")
     ask.add_argument("--known-at", dest="known_at", help="transaction time (ISO)")
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the reply as JSON")
     ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
+    ask.add_argument("--key", help="agent credential (default MEMSTREAM_KEY / data dir)")
 
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
@@ -79,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--burst", type=int, default=5_000, help="events ingested under queries (query bench)"
+    )
+    bench.add_argument(
+        "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
     )
     bench.add_argument(
         "--versions",
@@ -188,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
+    from memstream.ops.identity import add_parsers as identity_parsers
+
+    identity_parsers(sub)  # tenants, keys
+
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
     history.add_argument("--tenant", required=True)
@@ -196,6 +205,13 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument(
         "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
     )
+
+    gateway = sub.add_parser(
+        "gateway", help="serve the HTTP gateway (REST, MCP at /mcp, timeline at /ui)"
+    )
+    gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
     return parser
 
 
@@ -237,7 +253,14 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "publish":
         from memstream.ops.publish import publish
 
-        return publish(settings, args.file, topic=args.topic, wait=args.wait, timeout=args.timeout)
+        return publish(
+            settings,
+            args.file,
+            topic=args.topic,
+            wait=args.wait,
+            timeout=args.timeout,
+            key=args.key,
+        )
     if args.command == "ask":
         from memstream.ops.ask import ask
 
@@ -272,10 +295,20 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command in ("tenants", "keys"):
+        from memstream.ops.identity import run as identity
+
+        return identity(settings, args)
     if args.command == "replay":
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
+    if args.command in ("gateway", "mcp"):
+        from memstream.ops.gateway.serve import gateway, mcp_stdio
+
+        if args.command == "mcp":
+            return mcp_stdio(settings)
+        return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)
     raise AssertionError(f"unhandled command {args.command}")
 
 

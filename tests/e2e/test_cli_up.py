@@ -25,12 +25,13 @@ def _postgres_running_on(data_dir: Path) -> list[psutil.Process]:
 
 def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None:
     data_dir = data_dir.resolve()
-    port = free_port()
+    port, gateway_port = free_port(), free_port()
     up = Process(
         ["up"],
         {
             "MEMSTREAM_DATA_DIR": str(data_dir),
             "MEMSTREAM_WEB_PORT": str(port),
+            "MEMSTREAM_GATEWAY_PORT": str(gateway_port),
             "MEMSTREAM_LOG_LEVEL": "warn",
         },
     )
@@ -40,6 +41,11 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert seconds > 0
         for part in ("broker 127.0.0.1:", "postgres postgresql://", "redis redis://", "vectors "):
             assert part in ready
+        gateway = f"http://127.0.0.1:{gateway_port}"
+        assert f"gateway {gateway}" in ready
+        assert json.loads((data_dir / "stack.json").read_text())["gateway"] == gateway
+        with urllib.request.urlopen(f"{gateway}/healthz", timeout=10) as reply:
+            assert json.loads(reply.read())["status"] == "ok"
         broker = re.search(r"broker (127\.0\.0\.1:\d+)", ready)
         assert broker is not None
         # Faust's leader topic has the one partition Faust reads, not Tansu's default four.
@@ -50,6 +56,14 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert health["status"] == "ok"
         assert health["parts"]["postgres"] == "ok"
         # A user's session against it: publish, ask, audit — found through the data dir.
+        # `up` wrote the development tenant's keys, readable by their owner only.
+        credentials = data_dir / "credentials.json"
+        assert credentials.stat().st_mode & 0o777 == 0o600
+        assert set(json.loads(credentials.read_text())["tenants"]["dev"]) == {
+            "agent",
+            "producer",
+            "admin",
+        }
         env = {"MEMSTREAM_DATA_DIR": str(data_dir)}
         events = data_dir / "events.jsonl"
         events.write_text(
@@ -57,7 +71,7 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
                 json.dumps(
                     {
                         "event_id": f"e{i}",
-                        "tenant_id": "acme",
+                        "tenant_id": "dev",
                         "memory_key": "spec:X1",
                         "entity_type": "product",
                         "entity_id": "X1",
@@ -74,10 +88,18 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         published = run_cli(["publish", str(events), "--wait", "--timeout", "120"], env)
         assert "ingested 2 · duplicates 0 · dead-lettered 0" in published.stdout, published
         answered = run_cli(
-            ["ask", "does my X1 charge over USB-C?", "--tenant", "acme", "--json"], env
+            ["ask", "does my X1 charge over USB-C?", "--json"],
+            env,  # the key's tenant: dev
         )
         reply = json.loads(answered.stdout)
         assert [(r["memory_key"], r["version"]) for r in reply["results"]] == [("spec:X1", 2)]
+        # The gateway takes the development tenant's agent key.
+        agent = json.loads(credentials.read_text())["tenants"]["dev"]["agent"]
+        history = urllib.request.Request(
+            f"{gateway}/v1/memories/spec:X1/history", headers={"Authorization": f"Bearer {agent}"}
+        )
+        with urllib.request.urlopen(history, timeout=10) as page:
+            assert [v["version"] for v in json.loads(page.read())["versions"]] == [1, 2]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
             metrics = page.read().decode()
         assert 'memstream_events_ingested_total{outcome="current"} 2.0' in metrics
@@ -154,3 +176,35 @@ def test_help_lists_every_command() -> None:
     assert result.returncode == 0
     for command in ("up", "worker", "health", "publish", "history"):
         assert f"    {command}" in result.stdout
+
+
+def test_ask_and_publish_without_a_credential_are_one_clear_line(tmp_path: Path) -> None:
+    env = {
+        "MEMSTREAM_DATA_DIR": str(tmp_path),
+        "MEMSTREAM_BROKER": "127.0.0.1:1",
+        "MEMSTREAM_POSTGRES_DSN": "postgresql://nobody@127.0.0.1:1/none",
+        "MEMSTREAM_REDIS_URL": "redis://127.0.0.1:1",
+    }
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        json.dumps(
+            {
+                "event_id": "e1",
+                "tenant_id": "dev",
+                "entity_type": "product",
+                "entity_id": "X1",
+                "fact_type": "note",
+                "content": "x",
+                "source_system": "crm",
+                "occurred_at": "2024-01-01T00:00:00Z",
+            }
+        )
+        + "\n"
+    )
+    for args in (["ask", "what did I buy?"], ["publish", str(events)]):
+        result = run_cli(args, env)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.startswith("memstream:")]
+        assert len(lines) == 1, result.stderr
+        assert "credential" in lines[0] and "MEMSTREAM_KEY" in lines[0], lines[0]
