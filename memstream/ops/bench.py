@@ -334,6 +334,11 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_replay(bench_replay(args.versions))
         return 0
+    if args.what == "erasure":
+        from memstream.ops.bench_erasure import bench_erasure, print_erasure
+
+        print_erasure(bench_erasure(args.versions, args.subject_versions, args.vector_points))
+        return 0
     if args.what == "quality":
         from memstream.ops.quality.bench import bench_quality_cli
 

@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -91,12 +91,21 @@ def _parser() -> argparse.ArgumentParser:
         default=100_000,
         help="current versions (replay bench: 1.24 events each, default 100,000)",
     )
+    erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
+    erasure.add_argument(
+        "--subject-versions", type=int, default=1_000, help="the subject's versions (1,000)"
+    )
+    erasure.add_argument(
+        "--vector-points", type=int, help="points in the shard (default: one per version)"
+    )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
     quality.add_argument("--locomo-conversations", type=int, help="default all 10")
     quality.add_argument("--locomo-questions", type=int, help="default all (1,982)")
     quality.add_argument("--sgd-cases", type=int, help="slot chains, default all (2,629)")
-    quality.add_argument("--suites", default="traps,locomo,sgd", help="comma-separated")
+    quality.add_argument(
+        "--suites", default="traps,heldout,locomo,sgd,timeqa", help="comma-separated"
+    )
     quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
     quality.add_argument("--out", default="results", help="report folder root (default results)")
 
@@ -192,6 +201,25 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
+
+    forget = sub.add_parser(
+        "forget",
+        help="erase a data subject everywhere (versions, ledger content, vectors, caches, "
+        "query log, dead letters), keeping ids, positions and digests; logged without the data",
+    )
+    forget.add_argument("--tenant", required=True)
+    subject = forget.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--entity", metavar="TYPE:ID", help="every memory anchored to it")
+    subject.add_argument("--memory", metavar="KEY", help="every version of one memory")
+    forget.add_argument("--reason", help="why (kept in the erasure log: no personal data)")
+    forget.add_argument("--dry-run", dest="dry_run", action="store_true", help="only count")
+    forget.add_argument(
+        "--actor", help="who asks, as recorded (default: the admin key's id, else cli:USER)"
+    )
+    forget.add_argument(
+        "--key", help="admin credential (default MEMSTREAM_KEY / data dir): signs the hand-off"
+    )
+    forget.add_argument("--json", action="store_true", help="the result as JSON")
 
     from memstream.ops.identity import add_parsers as identity_parsers
 
@@ -295,6 +323,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command == "forget":
+        from memstream.ops.forget import forget
+
+        return forget(settings, args, as_json=args.json)
     if args.command in ("tenants", "keys"):
         from memstream.ops.identity import run as identity
 

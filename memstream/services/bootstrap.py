@@ -26,11 +26,13 @@ from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
 from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
 from memstream.services.adapters.postgres_encoder import IndexEncoder, PostgresIndexEncoder
+from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.prometheus import PrometheusMetrics
 from memstream.services.adapters.redis_cache import RedisCache
 from memstream.services.adapters.redis_nonces import RedisNonceStore
+from memstream.services.handlers.forget import Forgetter
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
@@ -68,6 +70,7 @@ class Container:
     metrics: PrometheusMetrics
     rules: PostgresRules
     rescorer: Rescorer
+    forgetter: Forgetter
     guard: Guard | None = None
     nonces: RedisNonceStore | None = None
 
@@ -180,6 +183,7 @@ async def build(
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
+    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
@@ -232,7 +236,16 @@ async def build(
             clock,
         )
     event_guard = guard if settings.auth == "required" else None
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=event_guard)
+    ingestor = Ingestor(
+        repo,
+        sink,
+        indexer,
+        decode,
+        clock,
+        metrics=metrics,
+        guard=event_guard,
+        eraser=forgetter.erase_event,
+    )
     responder = None
     if reply_sink is not None:
         responder = Responder(
@@ -258,6 +271,7 @@ async def build(
         metrics,
         rules,
         rescorer,
+        forgetter,
         guard,
         nonces,
     )
