@@ -335,8 +335,7 @@ async def run_suites(
 def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dict[str, float]]:
     """Build, embed, ingest and ask; returns the runs and the seconds each stage took."""
     from memstream.ops.migrate import migrate
-    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-    from memstream.services.bootstrap import resolve_model_path
+    from memstream.services.bootstrap import load_embedder, resolve_model_path
 
     stages: dict[str, float] = {}
     clock = time.perf_counter()
@@ -346,11 +345,18 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     base = Settings.from_env()
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-quality-"))
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user
-    settings = Settings(data_dir=data_dir, broker="unused", model_path=base.model_path)
+    settings = Settings(
+        data_dir=data_dir,
+        broker="unused",
+        model_path=base.model_path,
+        encoder=base.encoder,
+        model_cache=base.model_cache,
+    )
     clock = time.perf_counter()
-    model_path = resolve_model_path(settings)
-    model = SentenceTransformerEmbedder.load(model_path)
-    model.cache_tag = str(model_path)  # type: ignore[attr-defined]
+    model = load_embedder(settings)
+    console.print(f"encoder: {model.encoder}")
+    # Cached embeddings are the model's and their kind's: int8 vectors are not fp32 ones.
+    model.cache_tag = f"{resolve_model_path(settings)}|{model.vectors}"  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
     gate_questions = gate_set(suites, options.seed)
