@@ -21,9 +21,8 @@ def test_a_served_request_is_the_ask_batch_request_of_the_same_line(
     tmp_path_factory: object, query: str, speaker: str | None, limit: int
 ) -> None:
     anchors = [] if speaker is None else [{"type": "person", "id": speaker}]
-    question = Question(
-        "q1", "locomo-x", query, "1 single-hop", frozenset(), {"anchors": anchors} if anchors else {}
-    )
+    request = {"anchors": anchors} if anchors else {}
+    question = Question("q1", "locomo-x", query, "1 single-hop", frozenset(), request)
     line = {"tenant_id": "locomo-x", "query": query, "anchors": anchors, "limit": limit}
     path = Path(str(tmp_path_factory.mktemp("batch"))) / "batch.jsonl"  # type: ignore[attr-defined]
     path.write_text(json.dumps({**line, "force": True}) + "\n", encoding="utf-8")

@@ -114,6 +114,8 @@ def run_served(
     settings = Settings(
         data_dir=data_dir,
         model_path=base.model_path,
+        encoder=base.encoder,  # the in-process run's encoder: the same kind of vectors
+        model_cache=base.model_cache,
         web_port=0,
         fetch_wait_ms=base.fetch_wait_ms,
         fetch_wait_active_ms=base.fetch_wait_active_ms,
