@@ -71,5 +71,7 @@ def rules(settings: Settings, args: Any) -> int:
         try:
             parse_value(args.kind, args.value)
         except ValueError as exc:
-            raise SystemExit(f"memstream: rules: {exc}") from None
+            from memstream.ops.ask import UsageError
+
+            raise UsageError(str(exc)) from None
     return asyncio.run(_run(resolve_settings(settings), args))

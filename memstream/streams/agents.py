@@ -82,6 +82,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                     message.value,
                     _headers(message.headers),
                     Position(message.topic, message.partition, message.offset),
+                    published_ms=message.timestamp * 1000 if message.timestamp else None,
                 )
             except asyncio.CancelledError:
                 raise
