@@ -5,6 +5,11 @@ consumer group, so it starts at once); requests carry ``correlation_id``, ``repl
 ``reply_partition`` and ``deadline_ms`` in headers and record; replies resolve futures by
 correlation id; a reply that arrives after its request timed out is dropped. Not built on
 Faust's ``agent.ask()`` (no timeout, a new reply topic per start, 3 s before the first fetch).
+
+Failure contract: every error a caller sees is a ``MemoryClientError`` (the broker's are wrapped
+in ``BrokerUnavailable``); the timeout bounds the whole call, sending included; ``stop()``
+fails pending calls with ``ClientStopped``. After a broker restart the client carries on: the
+producer reconnects by itself, and the reply reader resumes at the end of its partition.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec
 from memstream.services.settings import Topics
@@ -28,6 +34,8 @@ log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
 PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
+START_SECONDS = 10.0  # connecting to the broker at start() takes this long at most
+READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
 
 
 class MemoryClientError(Exception):
@@ -41,6 +49,15 @@ class RetrievalTimeout(MemoryClientError):
             "running and consuming the requests topic?"
         )
         self.request_id = request_id
+
+
+class BrokerUnavailable(MemoryClientError):
+    """The broker could not be reached, or refused a request (the driver's error is the
+    ``__cause__``)."""
+
+
+class ClientStopped(MemoryClientError):
+    """The client was stopped while the call awaited its reply."""
 
 
 def _anchors(items: Sequence[tuple[str, str]] | Sequence[dict[str, str]]) -> list[dict[str, str]]:
@@ -77,7 +94,24 @@ class MemoryClient:
         self.late_replies = 0
 
     async def start(self) -> MemoryClient:
-        self._producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, linger_ms=0, acks=1)
+        try:
+            await asyncio.wait_for(self._connect(), START_SECONDS)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            await self._close_drivers()
+            raise BrokerUnavailable(
+                f"cannot reach the broker at {self._bootstrap} within {START_SECONDS:.0f}s "
+                f"({type(exc).__name__}: {exc}): is memstream up (memstream health)?"
+            ) from exc
+        self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
+        return self
+
+    async def _connect(self) -> None:
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap,
+            linger_ms=0,
+            acks=1,
+            request_timeout_ms=int(max(self._timeout, 1.0) * 1000),
+        )
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=None,
@@ -91,20 +125,32 @@ class MemoryClient:
         self._consumer.assign([partition])
         await self._consumer.seek_to_end(partition)
         await self._consumer.position(partition)  # resolve now, before the first request
-        self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
-        return self
 
     async def stop(self) -> None:
+        """Stop reading and sending; every call still awaiting its reply fails with
+        ``ClientStopped``."""
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
-        for future in self._pending.values():
-            future.cancel()
-        if self._producer is not None:
-            await self._producer.stop()
-        if self._consumer is not None:
-            await self._consumer.stop()
+            self._reader = None
+        for request_id, future in list(self._pending.items()):
+            if not future.done():
+                future.set_exception(
+                    ClientStopped(
+                        f"the client was stopped before request {request_id} was answered"
+                    )
+                )
+        await self._close_drivers()
+
+    async def _close_drivers(self) -> None:
+        producer, consumer, self._producer, self._consumer = (
+            self._producer, self._consumer, None, None
+        )  # fmt: skip
+        for driver in (producer, consumer):
+            if driver is not None:
+                with contextlib.suppress(KafkaError, OSError):
+                    await driver.stop()
 
     async def __aenter__(self) -> MemoryClient:
         return await self.start()
@@ -123,8 +169,16 @@ class MemoryClient:
 
     async def _read(self) -> None:
         assert self._consumer is not None
+        partition = TopicPartition(self._topics.replies, self._partition)
         while True:
-            batches = await self._consumer.getmany(timeout_ms=200)
+            try:
+                batches = await self._consumer.getmany(timeout_ms=200)
+            except KafkaError as exc:  # a broker restart: resume at the end once it is back
+                log.warning("reading replies failed (%s); retrying", exc)
+                await asyncio.sleep(READ_RETRY_SECONDS)
+                with contextlib.suppress(KafkaError, OSError, AssertionError):
+                    await self._consumer.seek_to_end(partition)
+                continue
             for messages in batches.values():
                 for message in messages:
                     self._deliver(message.value)
@@ -208,16 +262,28 @@ class MemoryClient:
             ("reply_partition", str(self._partition).encode()),
             ("deadline_ms", str(deadline_ms).encode()),
         ]
-        try:
-            await self._producer.send_and_wait(
+        producer = self._producer
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def deliver() -> dict[str, Any]:
+            await producer.send_and_wait(
                 self._topics.requests,
                 value=value,
                 key=str(record.get("tenant_id", "")).encode(),
                 headers=headers,
             )
-            return await asyncio.wait_for(asyncio.shield(future), seconds)
+            return await asyncio.shield(future)
+
+        try:
+            return await asyncio.wait_for(deliver(), seconds)
         except TimeoutError:
             raise RetrievalTimeout(request_id, seconds) from None
+        except KafkaError as exc:
+            raise BrokerUnavailable(
+                f"request {request_id} could not be sent to {self._bootstrap} after "
+                f"{loop.time() - started:.1f}s ({type(exc).__name__}: {exc}): is memstream up?"
+            ) from exc
         finally:
             self._pending.pop(request_id, None)
             self._pace()
