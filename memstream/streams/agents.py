@@ -109,11 +109,13 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         if runtime.ready:
             container = await runtime.container()
             parts.update(await container.health())
-            healthy = parts["postgres"] == "ok"
+            # Degraded whenever a part cannot serve; 503 when requests cannot be answered.
+            healthy = parts["postgres"] == "ok" and parts.get("requests", "ok") == "ok"
         assigned = app.consumer.assignment() if app.consumer else set()
         parts["partitions_assigned"] = str(len(assigned))
+        whole = healthy and all(v == "ok" for k, v in parts.items() if k in ("cache",))
         return web.json(
-            {"status": "ok" if healthy else "degraded", "parts": parts},
+            {"status": "ok" if whole else "degraded", "parts": parts},
             status=200 if healthy else 503,
         )
 

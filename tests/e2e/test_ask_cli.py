@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +118,17 @@ def test_a_closed_pipe_ends_quietly(stack: Any, tmp_path: Path) -> None:
     )
     assert pipeline.stdout == "{"
     assert "Traceback" not in pipeline.stderr and "BrokenPipe" not in pipeline.stderr
+
+
+def test_a_second_worker_on_the_same_qdrant_edge_dir_refuses_in_one_line(stack: Any) -> None:
+    setup, tenant = stack
+    second = Process(["worker"], setup.env())
+    assert second.proc.wait(120) == 2, second.output
+    time.sleep(0.2)
+    lines = [line for line in second.lines if line.strip()]
+    assert len(lines) == 1, second.output
+    assert lines[0].startswith("memstream: vectors (Qdrant Edge): another worker already serves")
+    assert "MEMSTREAM_QDRANT_URL" in lines[0]
+    # The first worker still answers.
+    result = run_cli(["ask", "kettle?", "--tenant", tenant, "--force", "--json"], setup.env())
+    assert json.loads(result.stdout)["status"] == "ok", result.stderr

@@ -34,6 +34,10 @@ from memstream.services.ports import (
 
 log = logging.getLogger(__name__)
 
+# /health reports the request path as failing while requests ended in these errors lately.
+SERVING_ERRORS = frozenset({"unavailable", "internal", "deadline_exceeded"})
+FAILING_WINDOW_SECONDS = 60.0
+
 # A request without a deadline is worked on this long at most before it gets an error reply.
 MAX_SERVE_SECONDS = 30.0
 # The query log keeps strings up to this many characters and lists up to this many items; the
@@ -117,6 +121,7 @@ class Responder:
         self._decode = decode
         self._encode = encode
         self._clock = clock
+        self._failures: list[tuple[float, str]] = []  # (monotonic time, message), recent only
 
     async def handle(
         self,
@@ -199,8 +204,23 @@ class Responder:
             log.exception("request %s failed", request_id)
             code, message = "internal", f"the worker failed on this request: {exc!r}"
         log.warning("request %s answered with an error: %s: %s", request_id, code, message)
+        self._failed(f"{code}: {message}")
         stages = {"total": round((time.perf_counter() - started) * 1000, 3)}
         return error_reply(request_id, code, message, stages, self._clock())
+
+    def _failed(self, message: str) -> None:
+        now = time.monotonic()
+        self._failures = [f for f in self._failures if now - f[0] < FAILING_WINDOW_SECONDS]
+        self._failures.append((now, message))
+
+    def serving(self) -> str:
+        """ "ok", or why the request path cannot serve (for /health): requests that failed
+        inside the worker (a store down, a bug, timeouts) within the last minute."""
+        now = time.monotonic()
+        recent = [f for f in self._failures if now - f[0] < FAILING_WINDOW_SECONDS]
+        if not recent:
+            return "ok"
+        return f"failing: {len(recent)} requests failed in the last minute (last: {recent[-1][1]})"
 
     async def _audit(self, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
         if self._log is None:
