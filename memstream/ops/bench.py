@@ -277,6 +277,13 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_replay(bench_replay(args.versions))
         return 0
+    if args.what == "soak":
+        from memstream.ops.bench_soak import bench_soak, print_soak
+
+        print_soak(
+            bench_soak(args.requests, args.concurrency, args.memories, args.burst, args.churn)
+        )
+        return 0
     if args.what == "quality":
         from memstream.ops.quality.bench import bench_quality_cli
 

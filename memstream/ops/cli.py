@@ -99,7 +99,7 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "soak"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -111,6 +111,13 @@ def _parser() -> _Parser:
         type=int,
         default=100_000,
         help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
+    soak = bench.add_argument_group("soak bench (requests under ingest bursts and worker churn)")
+    soak.add_argument("--requests", type=int, default=100_000, help="default 100,000")
+    soak.add_argument("--concurrency", type=int, default=32, help="in flight (default 32)")
+    soak.add_argument("--burst", type=int, default=200, help="events every 5 s (default 200)")
+    soak.add_argument(
+        "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
     )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
@@ -127,6 +134,20 @@ def _parser() -> _Parser:
     rules.add_argument("name", nargs="?", help="fact type (half_life) or source (authority)")
     rules.add_argument("value", nargs="?", help="a duration (3d, 6h) or an authority in (0, 1]")
     rules.add_argument("--tenant", required=True)
+    rules.add_argument(
+        "--create", action="store_true", help="set: allow a tenant that has no memories yet"
+    )
+
+    dlq = sub.add_parser("dlq", help="list, show and redrive dead-lettered events")
+    dlq.add_argument("action", choices=["list", "show", "redrive"])
+    dlq.add_argument("ids", nargs="*", help="dead letter ids (show, redrive)")
+    dlq.add_argument("--tenant", help="only this tenant's")
+    dlq.add_argument("--reason", help="only this reason (e.g. invalid_field)")
+    dlq.add_argument("--limit", type=int, help="list: at most this many")
+    dlq.add_argument(
+        "--all", action="store_true", help="redrive: every one not redriven yet (with filters)"
+    )
+    dlq.add_argument("--json", action="store_true", help="list: one JSON object per line")
 
     audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
     audit.add_argument("request_id")
@@ -319,6 +340,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
             raise UsageError("rules set needs KIND NAME VALUE")
         return rules(settings, args)
+    if args.command == "dlq":
+        from memstream.ops.dlq import dlq
+
+        return dlq(settings, args)
     if args.command == "audit":
         from memstream.ops.audit import audit
 

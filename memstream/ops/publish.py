@@ -10,6 +10,7 @@ indexed) or dead-lettered, and prints the counts.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -79,24 +80,55 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
                 yield number, f"{exc.reason}: {exc.detail}"
 
 
+BROKER_PROBE_SECONDS = 5.0
+kafka_log = logging.getLogger("memstream.kafka")
+
+
 def make_producer(bootstrap: str) -> Any:
     from confluent_kafka import Producer
 
+    if kafka_log.level == logging.NOTSET:  # silent unless a caller set a level
+        kafka_log.setLevel(logging.CRITICAL)
     return Producer(
         {
             "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            # librdkafka's own log (a line per failed connection attempt) goes to our logger,
+            # which shows warnings only: the user gets one line from us instead.
+            "logger": kafka_log,
             "log_level": 3,
         }
     )
+
+
+def _reason(exc: Exception) -> str:
+    error = exc.args[0] if exc.args else exc
+    return str(error.str()) if hasattr(error, "str") else str(error)
+
+
+def probe_broker(producer: Any, bootstrap: str) -> None:
+    """Fail in one line within seconds when the broker cannot be reached."""
+    from confluent_kafka import KafkaException
+
+    from memstream.ops.stack import StackError
+
+    try:
+        producer.list_topics(timeout=BROKER_PROBE_SECONDS)
+    except KafkaException as exc:
+        raise StackError(
+            "broker",
+            f"cannot reach {bootstrap} within {BROKER_PROBE_SECONDS:.0f}s ({_reason(exc)})",
+            "start the stack with `memstream up`, or set MEMSTREAM_BROKER to a running broker",
+        ) from None
 
 
 def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
     assert settings.broker is not None
     lines = sum(1 for _ in path.open(encoding="utf-8"))
     producer = make_producer(settings.broker)
+    probe_broker(producer, settings.broker)
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
     failures: list[str] = []
@@ -179,6 +211,14 @@ def publish(
         err.print(
             f"memstream: publish: {len(status.pending)} events not processed within "
             f"{timeout:.0f}s; is a worker running (`memstream up`)?"
+        )
+        return 1
+    if status.dead:
+        err.print(
+            f"memstream: publish: {len(status.dead)} events were dead-lettered. Fix: see why "
+            "with `memstream dlq list`, correct them, then publish again or `memstream dlq "
+            "redrive`",
+            markup=False,
         )
         return 1
     return 1 if outcome.rejected else 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -90,6 +91,25 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                 log.exception(
                     "request at %s/%s/%s failed", message.topic, message.partition, message.offset
                 )
+
+    rebalance: dict[str, float] = {}
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # A consumer-group membership change: every partition stops until it is assigned
+        # again (with Tansu, up to the session timeout + its join hold: requests wait).
+        rebalance["started"] = time.monotonic()
+        log.warning("consumer group rebalance: %d partitions revoked", len(revoked))
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
+        started = rebalance.pop("started", None)
+        paused = f" after {time.monotonic() - started:.1f}s without partitions" if started else ""
+        requests = sum(1 for tp in assigned if tp.topic == runtime.settings.topics.requests)
+        log.warning(
+            "consumer group rebalance: %d partitions assigned (%d of the requests topic)%s",
+            len(assigned), requests, paused,
+        )  # fmt: skip
 
     @app.agent(topics.changes, name="memstream.invalidate", concurrency=1)
     async def invalidate(stream: Any) -> None:

@@ -22,7 +22,7 @@ def _up(data_dir: Path) -> Process:
         {
             "MEMSTREAM_DATA_DIR": str(data_dir),
             "MEMSTREAM_WEB_PORT": str(free_port()),
-            "MEMSTREAM_LOG_LEVEL": "info",
+            "MEMSTREAM_LOG_LEVEL": "warn",  # the level at which a spinner once ran
         },
     )
     up.wait_for("memstream ready in", timeout=120)
