@@ -20,7 +20,7 @@ from rich.table import Table
 
 from memstream.services.domain.validation import parse_timestamp
 from memstream.services.settings import Settings
-from memstream.streams.client import MemoryClient, MemoryClientError
+from memstream.streams.client import BrokerUnavailable, MemoryClient, MemoryClientError
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -166,6 +166,8 @@ def ask(settings: Settings, args: Any) -> int:
             failed = asyncio.run(
                 _batch(settings, items, args.timeout, getattr(args, "concurrency", 16))
             )
+        except BrokerUnavailable:
+            raise  # the environment, not the requests: one line and exit 2 (ops.cli)
         except MemoryClientError as exc:
             err.print(f"memstream: ask: {exc}", markup=False)
             return 1
@@ -194,6 +196,8 @@ def ask(settings: Settings, args: Any) -> int:
     ]
     try:
         replies = asyncio.run(_ask(settings, requests, args.timeout))
+    except BrokerUnavailable:
+        raise  # the environment, not the request: one line and exit 2 (ops.cli)
     except MemoryClientError as exc:
         err.print(f"memstream: ask: {exc}", markup=False)
         return 1

@@ -245,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         chosen = _subparser(parser, args.command)
         (chosen or parser).suggest_flags(extras)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # The commands report a broker they cannot reach in one line of their own.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     sys.exit(run(args))
 
 
@@ -262,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     from memstream.ops.ask import UsageError
     from memstream.ops.stack import StackError
     from memstream.services.ports import AdapterError
-    from memstream.streams.client import MemoryClientError
+    from memstream.streams.client import BrokerUnavailable, MemoryClientError
 
     try:
         settings = Settings.from_env()
@@ -273,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{args.command}: {exc}", EXIT_USAGE)
     except StackError as exc:
         return _fail(str(exc), EXIT_CONFIG)
+    except BrokerUnavailable as exc:
+        return _fail(f"broker: {exc}", EXIT_CONFIG)
     except MemoryClientError as exc:
         return _fail(f"{args.command}: {exc}", EXIT_FAILED)
     except AdapterError as exc:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
 PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
-START_SECONDS = 10.0  # connecting to the broker at start() takes this long at most
+START_SECONDS = 5.0  # connecting to the broker at start() takes this long at most
 READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
 
 
@@ -100,7 +100,8 @@ class MemoryClient:
             await self._close_drivers()
             raise BrokerUnavailable(
                 f"cannot reach the broker at {self._bootstrap} within {START_SECONDS:.0f}s "
-                f"({type(exc).__name__}: {exc}): is memstream up (memstream health)?"
+                f"({exc or type(exc).__name__}). Fix: start memstream (`memstream up`), or "
+                "point the client at a running broker"
             ) from exc
         self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
         return self

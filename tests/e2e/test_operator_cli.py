@@ -121,3 +121,9 @@ def test_publish_with_the_broker_down_is_one_line_within_seconds(
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("memstream: broker: cannot reach 127.0.0.1:")
     assert "Fix:" in result.stderr and result.stdout == ""
+    asked = run_cli(
+        ["ask", "hi", "--tenant", "t"], setup.env(MEMSTREAM_BROKER=f"127.0.0.1:{free_port()}")
+    )
+    assert asked.returncode == 2
+    assert asked.stderr.count("\n") == 1, asked.stderr
+    assert asked.stderr.startswith("memstream: broker: cannot reach the broker at 127.0.0.1:")
