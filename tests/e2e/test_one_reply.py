@@ -184,6 +184,7 @@ def test_every_request_gets_exactly_one_reply_and_one_log_row(stack: Any) -> Non
         statuses[reply["status"]] = statuses.get(reply["status"], 0) + 1
         if reply["status"] == "error":
             assert reply["error"]["code"] != "internal", (json.dumps(sent, default=str), reply)
+    print(f"outcomes of {REQUESTS} requests: {statuses}")
     assert len(statuses) == 3, statuses  # the generator reaches every outcome
     counts = logged(setup, [r["request_id"] for r in records])
     missing = [r["request_id"] for r in records if counts.get(r["request_id"]) != 1]
