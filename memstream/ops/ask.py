@@ -106,10 +106,12 @@ def print_reply(reply: dict[str, Any]) -> None:
 
 
 async def _ask(
-    settings: Settings, requests: list[dict[str, Any]], timeout: float
+    settings: Settings, requests: list[dict[str, Any]], timeout: float, credential: str
 ) -> list[dict[str, Any]]:
     assert settings.broker is not None
-    async with MemoryClient(settings.broker, settings.topics, timeout=timeout) as client:
+    async with MemoryClient(
+        settings.broker, settings.topics, timeout=timeout, credential=credential
+    ) as client:
         return list(await asyncio.gather(*(client.send(r) for r in requests)))
 
 
@@ -127,12 +129,15 @@ async def _batch(
     items: list[dict[str, Any]],
     timeout: float,
     concurrency: int,
+    credential: str,
 ) -> int:
     """Send every request (``concurrency`` at a time), print one line per item in input
     order as soon as it and all before it are done; return how many failed."""
     assert settings.broker is not None
     gate = asyncio.Semaphore(max(1, concurrency))
-    async with MemoryClient(settings.broker, settings.topics, timeout=timeout) as client:
+    async with MemoryClient(
+        settings.broker, settings.topics, timeout=timeout, credential=credential
+    ) as client:
 
         async def one(item: dict[str, Any]) -> dict[str, Any]:
             if item.get("status") == "error":  # a line that could not be read
@@ -160,22 +165,25 @@ def ask(settings: Settings, args: Any) -> int:
     from memstream.ops.stack import resolve_settings
 
     settings = resolve_settings(settings)
+    from memstream.ops.identity import CredentialsMissing, credential_for
+
     if args.batch:
         items = list(read_batch(Path(args.batch)))
         try:
+            credential = credential_for(settings, "agent", args.key, args.tenant)
             failed = asyncio.run(
-                _batch(settings, items, args.timeout, getattr(args, "concurrency", 16))
+                _batch(settings, items, args.timeout, getattr(args, "concurrency", 16), credential)
             )
         except BrokerUnavailable:
             raise  # the environment, not the requests: one line and exit 2 (ops.cli)
-        except MemoryClientError as exc:
+        except (MemoryClientError, CredentialsMissing) as exc:
             err.print(f"memstream: ask: {exc}", markup=False)
             return 1
         if failed:
             err.print(f"memstream: ask: {failed} of {len(items)} requests failed", markup=False)
         return 1 if failed else 0
-    if not args.query or not args.tenant:
-        raise UsageError("give a QUERY and --tenant, or --batch FILE.jsonl")
+    if not args.query:
+        raise UsageError("give a QUERY, or --batch FILE.jsonl")
     window = None
     if args.window:
         start, end = (moment(t, "--window") for t in args.window)
@@ -183,7 +191,7 @@ def ask(settings: Settings, args: Any) -> int:
     requests = [
         {
             "request_id": uuid.uuid4().hex,
-            "tenant_id": args.tenant,
+            "tenant_id": args.tenant or "",  # the credential's tenant when empty
             "query": args.query,
             "user_id": args.user,
             "anchors": [],
@@ -195,10 +203,11 @@ def ask(settings: Settings, args: Any) -> int:
         }
     ]
     try:
-        replies = asyncio.run(_ask(settings, requests, args.timeout))
+        credential = credential_for(settings, "agent", args.key, args.tenant)
+        replies = asyncio.run(_ask(settings, requests, args.timeout, credential))
     except BrokerUnavailable:
         raise  # the environment, not the request: one line and exit 2 (ops.cli)
-    except MemoryClientError as exc:
+    except (MemoryClientError, CredentialsMissing) as exc:
         err.print(f"memstream: ask: {exc}", markup=False)
         return 1
     for reply in replies:

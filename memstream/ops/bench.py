@@ -103,18 +103,26 @@ def start_worker(settings: Settings) -> subprocess.Popen[str]:
 
 def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
     """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
-    from memstream.ops.publish import make_producer, message_key, to_record
+    from memstream.ops.identity import provision_local
+    from memstream.ops.publish import Signers, make_producer, message_key, to_record
     from memstream.schemas.codec import encode
     from memstream.services.domain.validation import validate_event
 
+    sources: dict[str, set[str]] = {}
+    for raw in raws:
+        sources.setdefault(str(raw["tenant_id"]), set()).add(str(raw["source_system"]))
+    provision_local(settings, {t: sorted(s) for t, s in sources.items()})
+    signers = Signers(settings)  # the worker verifies every event: signed like `publish`
     producer = make_producer(settings.broker or "")
     now = datetime.now(UTC)
     for raw in raws:
         event = validate_event(raw, now)
+        value = encode("MemoryEvent", to_record(event))
         producer.produce(
             settings.topics.events,
             key=message_key(event),
-            value=encode("MemoryEvent", to_record(event)),
+            value=value,
+            headers=signers.headers(event.tenant_id, value, event.event_id),
         )
         producer.poll(0)
     if producer.flush(60):

@@ -142,12 +142,13 @@ class PlainVectorSearch:
 
 def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]]:
     """Every event to the events topic, keyed tenant|memory_key, as ``memstream publish``."""
-    from memstream.ops.publish import make_producer, message_key, to_record
+    from memstream.ops.publish import Signers, make_producer, message_key, to_record
     from memstream.schemas.codec import encode
     from memstream.services.domain.validation import validate_event
 
     assert settings.broker is not None
     producer = make_producer(settings.broker)
+    signers = Signers(settings)  # each tenant's producer key, from the data dir
     failures: list[str] = []
 
     def delivered(error: Any, message: Any) -> None:
@@ -162,10 +163,12 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
         task = progress.add_task("publishing", total=len(events))
         for raw in events:
             event = validate_event(raw, now)
+            value = encode("MemoryEvent", to_record(event))
             producer.produce(
                 settings.topics.events,
                 key=message_key(event),
-                value=encode("MemoryEvent", to_record(event)),
+                value=value,
+                headers=signers.headers(event.tenant_id, value, event.event_id),
                 on_delivery=delivered,
             )
             producer.poll(0)
@@ -178,16 +181,26 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
 
 async def ask_all(settings: Settings, asked: Sequence[Question]) -> list[dict[str, Any]]:
     """Each question through MemoryClient, one after the other, as an agent would ask."""
+    from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient
 
     assert settings.broker is not None
-    async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
+    clients: dict[str, MemoryClient] = {}
+    try:
+        for tenant in dict.fromkeys(q.tenant for q in asked):  # each tenant's own agent key
+            key = credential_for(settings, "agent", tenant=tenant)
+            clients[tenant] = await MemoryClient(
+                settings.broker, settings.topics, timeout=30, credential=key
+            ).start()
         return [
-            await client.retrieve(
+            await clients[q.tenant].retrieve(
                 q.query, q.tenant, user=q.user, as_of=q.as_of, window=q.window, limit=5
             )
             for q in asked
         ]
+    finally:
+        for client in clients.values():
+            await client.stop()
 
 
 def judge(q: Question, reply: dict[str, Any], owned: set[tuple[str, str]]) -> str | None:
@@ -322,7 +335,7 @@ def demo(settings: Settings) -> int:
     suffix = f"-{uuid.uuid4().hex[:6]}" if external else ""
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-demo-"))
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user and must traverse it
-    settings = dataclasses.replace(settings, data_dir=data_dir, vector_dir=None)
+    settings = dataclasses.replace(settings, data_dir=data_dir, vector_dir=None, key=None)
     stack = EmbeddedStack(settings, write_runtime=False)
     worker: Worker | None = None
     try:
@@ -337,6 +350,13 @@ def demo(settings: Settings) -> int:
 
             resolved = stack.start()
             prepare(resolved)
+            from memstream.ops.identity import provision, write_credentials
+
+            sources: dict[str, set[str]] = {}
+            for event in events:
+                sources.setdefault(event["tenant_id"], set()).add(event["source_system"])
+            issued = asyncio.run(provision(resolved, {t: sorted(s) for t, s in sources.items()}))
+            write_credentials(resolved, issued)
         worker = Worker(resolved)
         idents = publish(resolved, events)
         console.print(f"[green]✓[/] published {len(idents)} events to {resolved.topics.events}")
