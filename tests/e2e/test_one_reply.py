@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memstream.streams.client import MemoryClient
-from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup, produce
+from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup
 from tests.e2e.processes import Process
 
 REQUESTS = 2_000
@@ -38,7 +38,7 @@ def stack(
         event(tenant, f"order:C-{n % 5}", n, content=f"Customer C-{n % 5} ordered item {n}")
         for n in range(20)
     ]
-    produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+    setup.produce(encoded(e) for e in events)
     status = setup.wait([(e["tenant_id"], e["event_id"]) for e in events], timeout=120)
     assert not status.pending and not status.dead, status
     yield setup, worker, tenant
@@ -61,12 +61,18 @@ def record(tenant: str, query: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-async def send_all(
-    setup: IngestSetup, records: list[dict[str, Any]]
+def send_all(
+    setup: IngestSetup, records: list[dict[str, Any]], tenant: str
 ) -> tuple[list[dict[str, Any]], int]:
     """Each record's reply (in order) and the count of replies that came more than once."""
+    return asyncio.run(_send_all(setup, records, setup.keyring.key(tenant)))
+
+
+async def _send_all(
+    setup: IngestSetup, records: list[dict[str, Any]], key: str
+) -> tuple[list[dict[str, Any]], int]:
     gate = asyncio.Semaphore(CONCURRENCY)
-    async with MemoryClient(setup.broker, setup.topics, timeout=60) as client:
+    async with MemoryClient(setup.broker, setup.topics, timeout=60, credential=key) as client:
 
         async def one(r: dict[str, Any]) -> dict[str, Any]:
             async with gate:
@@ -88,13 +94,14 @@ def logged(setup: IngestSetup, request_ids: list[str]) -> dict[str, int]:
 def test_nul_in_the_tenant_gets_an_error_reply_and_a_log_row(stack: Any) -> None:
     setup, _, tenant = stack
     records = [
-        record(f"{tenant}{NUL}x", "what did C-1 order?", force=True),
         record(tenant, f"what did C-1{NUL} order?", force=True),
         record(tenant, "what did C-1 order?", user_id=f"C-1{NUL}", force=True),
         record(tenant, "what?", anchors=[{"type": "customer", "id": f"C{NUL}1"}], force=True),
     ]
-    replies, late = asyncio.run(send_all(setup, records))
+    replies, late = send_all(setup, records, tenant)
     assert late == 0
+    (foreign,), _ = send_all(setup, [record(f"{tenant}{NUL}x", "what?", force=True)], tenant)
+    assert foreign["status"] == "error" and foreign["error"]["code"] == "forbidden", foreign
     for reply in replies:
         assert reply["status"] == "error", reply
         assert reply["error"]["code"] == "bad_field"
@@ -106,7 +113,7 @@ def test_nul_in_the_tenant_gets_an_error_reply_and_a_log_row(stack: Any) -> None
 def test_an_oversized_request_is_logged_bounded_with_its_size(stack: Any) -> None:
     setup, _, tenant = stack
     big = record(tenant, "which orders? " * 1_000, force=True)  # 14,000 characters
-    (reply,), _ = asyncio.run(send_all(setup, [big]))
+    (reply,), _ = send_all(setup, [big], tenant)
     assert reply["status"] == "error" and reply["error"]["code"] == "bad_field", reply
     ((stored,),) = setup.sql(
         "SELECT request FROM query_log WHERE request_id = %s", big["request_id"]
@@ -117,7 +124,7 @@ def test_an_oversized_request_is_logged_bounded_with_its_size(stack: Any) -> Non
 
 def test_the_reply_carries_the_time_spent_in_the_queue(stack: Any) -> None:
     setup, _, tenant = stack
-    (reply,), _ = asyncio.run(send_all(setup, [record(tenant, "what did C-2 order?")]))
+    (reply,), _ = send_all(setup, [record(tenant, "what did C-2 order?")], tenant)
     assert reply["status"] in ("ok", "skipped"), reply
     assert 0 <= reply["latency_ms"]["queue"] < 10_000, reply["latency_ms"]
 
@@ -175,7 +182,7 @@ def fuzz_records(rng: random.Random, tenant: str, n: int) -> list[dict[str, Any]
 def test_every_request_gets_exactly_one_reply_and_one_log_row(stack: Any) -> None:
     setup, worker, tenant = stack
     records = fuzz_records(random.Random(16), tenant, REQUESTS)
-    replies, late = asyncio.run(send_all(setup, records))
+    replies, late = send_all(setup, records, tenant)
     assert late == 0, f"{late} requests were answered more than once"
     statuses: dict[str, int] = {}
     for sent, reply in zip(records, replies, strict=True):
@@ -186,7 +193,15 @@ def test_every_request_gets_exactly_one_reply_and_one_log_row(stack: Any) -> Non
             assert reply["error"]["code"] != "internal", (json.dumps(sent, default=str), reply)
     print(f"outcomes of {REQUESTS} requests: {statuses}")
     assert len(statuses) == 3, statuses  # the generator reaches every outcome
+    # The guard refuses a request for another tenant before opening it: one error reply, and
+    # no query_log row (it was never accepted). Every accepted request has exactly one row.
+    accepted = [
+        r["request_id"]
+        for r, reply in zip(records, replies, strict=True)
+        if (reply.get("error") or {}).get("code") != "forbidden"
+    ]
     counts = logged(setup, [r["request_id"] for r in records])
-    missing = [r["request_id"] for r in records if counts.get(r["request_id"]) != 1]
-    assert not missing, f"{len(missing)} requests without exactly one query_log row"
+    missing = [i for i in accepted if counts.get(i) != 1]
+    assert not missing, f"{len(missing)} accepted requests without exactly one query_log row"
+    assert len(accepted) > REQUESTS // 2
     assert worker.proc.poll() is None, worker.output[-3000:]
