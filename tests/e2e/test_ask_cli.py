@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup, produce
+from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup
 from tests.e2e.processes import ROOT, Process, memstream_env, run_cli
 
 
@@ -30,11 +30,15 @@ def stack(
     worker: Process = setup.worker()
     tenant = f"tenant-{uuid.uuid4().hex[:8]}"
     events = [event(tenant, f"order:C-{n}", n, content=f"C-{n} ordered a kettle") for n in range(5)]
-    produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+    setup.produce(encoded(e) for e in events)
     status = setup.wait([(e["tenant_id"], e["event_id"]) for e in events], timeout=120)
     assert not status.pending and not status.dead, status
     yield setup, tenant
     assert worker.terminate() == 0, worker.output[-3000:]
+
+
+def env(setup: IngestSetup, tenant: str, **extra: str) -> dict[str, str]:
+    return setup.env(MEMSTREAM_KEY=setup.keyring.key(tenant), **extra)
 
 
 def test_a_batch_with_one_poisoned_line_returns_every_other_reply(
@@ -52,7 +56,7 @@ def test_a_batch_with_one_poisoned_line_returns_every_other_reply(
     batch = tmp_path / "batch.jsonl"
     batch.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = run_cli(
-        ["ask", "--batch", str(batch), "--concurrency", "3", "--timeout", "30"], setup.env()
+        ["ask", "--batch", str(batch), "--concurrency", "3", "--timeout", "30"], env(setup, tenant)
     )
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr
@@ -65,7 +69,7 @@ def test_a_batch_with_one_poisoned_line_returns_every_other_reply(
         assert by_id[f"r{n}"]["status"] in ("ok", "skipped"), by_id[f"r{n}"]
     assert replies[2]["error"]["code"] == "bad_line"
     assert by_id["bad-date"]["error"]["code"] == "bad_line"
-    assert by_id["nul"]["error"]["code"] == "bad_field"  # answered by the worker
+    assert by_id["nul"]["error"]["code"] == "forbidden"  # answered by the worker
     assert "3 of 9 requests failed" in result.stderr
 
 
@@ -73,13 +77,13 @@ def test_ask_prints_the_request_id_and_takes_a_date(stack: Any) -> None:
     setup, tenant = stack
     result = run_cli(
         ["ask", "what did C-1 order?", "--tenant", tenant, "--as-of", "2026-06-01", "--force"],
-        setup.env(),
+        env(setup, tenant),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     first = result.stdout.splitlines()[0]
     assert " · request " in first
     request_id = first.rsplit(" ", 1)[1]
-    audit = run_cli(["audit", request_id, "--json"], setup.env())
+    audit = run_cli(["audit", request_id, "--json"], env(setup, tenant))
     assert audit.returncode == 0, audit.stderr
     logged = json.loads(audit.stdout.splitlines()[0])
     assert logged["request"]["as_of"].startswith("2026-06-01T00:00:00")
@@ -87,29 +91,30 @@ def test_ask_prints_the_request_id_and_takes_a_date(stack: Any) -> None:
 
 def test_usage_errors_exit_2_with_a_suggestion(stack: Any) -> None:
     setup, tenant = stack
-    flag = run_cli(["ask", "hello", "--tenat", tenant], setup.env())
+    flag = run_cli(["ask", "hello", "--tenat", tenant], env(setup, tenant))
     assert flag.returncode == 2
     assert "did you mean --tenant?" in flag.stderr
-    command = run_cli(["aks", "hello"], setup.env())
+    command = run_cli(["aks", "hello"], env(setup, tenant))
     assert command.returncode == 2
     assert "did you mean 'ask'?" in command.stderr
-    value = run_cli(["ask", "hello", "--tenant", tenant, "--as-of", "yesterday"], setup.env())
+    value = run_cli(
+        ["ask", "hello", "--tenant", tenant, "--as-of", "yesterday"], env(setup, tenant)
+    )
     assert value.returncode == 2, value.stderr
     assert value.stderr.count("\n") == 1 and "memstream: ask: --as-of" in value.stderr
 
 
-def test_a_closed_pipe_ends_quietly(stack: Any, tmp_path: Path) -> None:
+def test_a_closed_pipe_ends_quietly(stack: Any) -> None:
     setup, tenant = stack
-    request_id = f"pipe-{uuid.uuid4().hex[:8]}"  # answered 40 times: more than a pipe holds
-    line = {"request_id": request_id, "tenant_id": tenant, "query": "kettle?", "force": True}
-    batch = tmp_path / "same.jsonl"
-    batch.write_text("\n".join(json.dumps(line) for _ in range(40)), encoding="utf-8")
-    asked = run_cli(["ask", "--batch", str(batch), "--concurrency", "1"], setup.env())
-    assert asked.returncode == 0, asked.stderr
+    versions = [event(tenant, "log:C-9", n, content=f"note {n} " + "x" * 400) for n in range(300)]
+    setup.produce(encoded(e) for e in versions)  # a history longer than a pipe holds
+    status = setup.wait([(e["tenant_id"], e["event_id"]) for e in versions], timeout=240)
+    assert not status.pending and not status.dead, status
     pipeline = subprocess.run(
-        f"{sys.executable} -m memstream.ops.cli audit {request_id} --json | head -c 1",
+        f"{sys.executable} -m memstream.ops.cli history log:C-9 --tenant {tenant} --json"
+        " | head -c 1",
         shell=True,
-        env=memstream_env(setup.env()),
+        env=memstream_env(env(setup, tenant)),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -122,7 +127,7 @@ def test_a_closed_pipe_ends_quietly(stack: Any, tmp_path: Path) -> None:
 
 def test_a_second_worker_on_the_same_qdrant_edge_dir_refuses_in_one_line(stack: Any) -> None:
     setup, tenant = stack
-    second = Process(["worker"], setup.env())
+    second = Process(["worker"], env(setup, tenant))
     assert second.proc.wait(120) == 2, second.output
     time.sleep(0.2)
     lines = [line for line in second.lines if line.strip()]
@@ -130,5 +135,7 @@ def test_a_second_worker_on_the_same_qdrant_edge_dir_refuses_in_one_line(stack: 
     assert lines[0].startswith("memstream: vectors (Qdrant Edge): another worker already serves")
     assert "MEMSTREAM_QDRANT_URL" in lines[0]
     # The first worker still answers.
-    result = run_cli(["ask", "kettle?", "--tenant", tenant, "--force", "--json"], setup.env())
+    result = run_cli(
+        ["ask", "kettle?", "--tenant", tenant, "--force", "--json"], env(setup, tenant)
+    )
     assert json.loads(result.stdout)["status"] == "ok", result.stderr
