@@ -150,6 +150,9 @@ def _parser() -> _Parser:
         "--all", action="store_true", help="redrive: every one not redriven yet (with filters)"
     )
     dlq.add_argument("--json", action="store_true", help="list: one JSON object per line")
+    dlq.add_argument(
+        "--key", help="redrive: producer credential (default MEMSTREAM_KEY / data dir)"
+    )
 
     audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
     audit.add_argument("request_id")

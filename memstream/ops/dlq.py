@@ -105,13 +105,15 @@ def dlq(settings: Settings, args: Any) -> int:
 
 
 def _redrive(settings: Settings, args: Any) -> int:
-    from memstream.ops.publish import make_producer, probe_broker
+    from memstream.ops.identity import CredentialsMissing
+    from memstream.ops.publish import Signers, make_producer, probe_broker
 
     assert settings.broker is not None and settings.postgres_dsn is not None
     args.include_redriven = bool(args.ids)  # --all takes only what was not redriven yet
     rows = _rows(settings, args)
     producer = make_producer(settings.broker)
     probe_broker(producer, settings.broker)
+    signers = Signers(settings, getattr(args, "key", None))
     sent, skipped = [], 0
     for row in rows:
         event = _event(row["original"])
@@ -120,7 +122,14 @@ def _redrive(settings: Settings, args: Any) -> int:
             skipped += 1
             continue
         key = f"{event['tenant_id']}|{event.get('memory_key') or event['event_id']}".encode()
-        producer.produce(settings.topics.events, key=key, value=bytes(row["original"]))
+        value = bytes(row["original"])
+        try:  # signed again, as publish signs: the worker refuses unsigned events
+            headers = signers.headers(str(event["tenant_id"]), value, str(event["event_id"]))
+        except CredentialsMissing as exc:
+            print(f"{row['id']}: not redriven: {exc}")
+            skipped += 1
+            continue
+        producer.produce(settings.topics.events, key=key, value=value, headers=headers)
         producer.poll(0)
         sent.append(row["id"])
     if producer.flush(30):

@@ -39,8 +39,9 @@ def test_dead_letters_fail_publish_wait_and_can_be_listed_shown_and_redriven(
     tenant = f"tenant-{uuid.uuid4().hex[:8]}"
     good = event(tenant, "note:C-1", 1)
     poisoned = event(tenant, "note:C-2", 1, content="stored \x00 nowhere")  # Postgres refuses NUL
+    producer = setup.env(MEMSTREAM_KEY=setup.keyring.key(tenant, "producer", ["crm"]))
     published = run_cli(
-        ["publish", str(_write(tmp_path / "e.jsonl", [good, poisoned])), "--wait"], setup.env()
+        ["publish", str(_write(tmp_path / "e.jsonl", [good, poisoned])), "--wait"], producer
     )
     assert published.returncode == 1, published.stdout + published.stderr
     assert "dead-lettered 1" in published.stdout
@@ -54,7 +55,7 @@ def test_dead_letters_fail_publish_wait_and_can_be_listed_shown_and_redriven(
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["event"]["content"] == poisoned["content"]
 
-    redriven = run_cli(["dlq", "redrive", str(letter["id"])], setup.env())
+    redriven = run_cli(["dlq", "redrive", str(letter["id"])], producer)
     assert redriven.returncode == 0, redriven.stderr
     assert "redrove 1 dead letters" in redriven.stdout
     deadline = time.monotonic() + 60  # the worker dead-letters it again, with its reason
@@ -80,7 +81,7 @@ def test_rules_show_the_defaults_and_refuse_an_unknown_tenant(
     tenant = f"acme-{uuid.uuid4().hex[:6]}"
     published = run_cli(
         ["publish", str(_write(tmp_path / "one.jsonl", [event(tenant, "n:1", 1)])), "--wait"],
-        setup.env(),
+        setup.env(MEMSTREAM_KEY=setup.keyring.key(tenant, "producer", ["crm"])),
     )
     assert published.returncode == 0, published.stderr
     shown = run_cli(["rules", "show", "--tenant", tenant], setup.env())
@@ -122,7 +123,11 @@ def test_publish_with_the_broker_down_is_one_line_within_seconds(
     assert result.stderr.startswith("memstream: broker: cannot reach 127.0.0.1:")
     assert "Fix:" in result.stderr and result.stdout == ""
     asked = run_cli(
-        ["ask", "hi", "--tenant", "t"], setup.env(MEMSTREAM_BROKER=f"127.0.0.1:{free_port()}")
+        ["ask", "hi"],
+        setup.env(
+            MEMSTREAM_BROKER=f"127.0.0.1:{free_port()}",
+            MEMSTREAM_KEY=setup.keyring.key(f"t-{uuid.uuid4().hex[:6]}"),
+        ),
     )
     assert asked.returncode == 2
     assert asked.stderr.count("\n") == 1, asked.stderr
