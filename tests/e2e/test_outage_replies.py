@@ -17,7 +17,7 @@ from memstream.ops.topics import ensure_topics
 from memstream.services.settings import Settings, Topics
 from memstream.streams.client import MemoryClient
 from tests.conftest import MACHINE_REDIS, unique
-from tests.e2e.ingest_kit import IngestSetup, encoded, event, produce
+from tests.e2e.ingest_kit import IngestSetup, encoded, event
 
 
 def _health(port: int) -> tuple[int, dict[str, Any]]:
@@ -42,19 +42,23 @@ def test_a_request_during_a_postgres_outage_gets_an_error_reply(
     port = free_port()
     worker = setup.worker(MEMSTREAM_WEB_PORT=str(port))
     events = [event(tenant, f"a:{i}", 1) for i in range(5)]
+    key = setup.keyring.key(tenant)
 
-    async def ask(query: str) -> dict[str, Any]:
-        async with MemoryClient(broker, topics, timeout=30) as client:
+    async def _ask(query: str) -> dict[str, Any]:
+        async with MemoryClient(broker, topics, timeout=30, credential=key) as client:
             return await client.retrieve(query, tenant, force=True)
 
+    def ask(query: str) -> dict[str, Any]:
+        return asyncio.run(_ask(query))
+
     try:
-        produce(broker, topics.events, (encoded(e) for e in events))
+        setup.produce(encoded(e) for e in events)
         assert not setup.wait([(tenant, e["event_id"]) for e in events], timeout=120).pending
-        assert asyncio.run(ask("what does the customer prefer?"))["status"] == "ok"
+        assert ask("what does the customer prefer?")["status"] == "ok"
         assert _health(port)[0] == 200
         stack.stop()  # the database goes away under the running worker
         started = time.monotonic()
-        reply = asyncio.run(ask("what did the customer prefer on day 3?"))
+        reply = ask("what did the customer prefer on day 3?")
         assert reply["status"] == "error", reply
         assert reply["error"]["code"] == "unavailable", reply
         assert time.monotonic() - started < 25
