@@ -101,13 +101,16 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "soak"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure", "soak"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
     )
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
+    bench.add_argument(
+        "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
+    )
     bench.add_argument(
         "--versions",
         type=int,
@@ -120,6 +123,13 @@ def _parser() -> _Parser:
     soak.add_argument("--burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
         "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
+    )
+    erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
+    erasure.add_argument(
+        "--subject-versions", type=int, default=1_000, help="the subject's versions (1,000)"
+    )
+    erasure.add_argument(
+        "--vector-points", type=int, help="points in the shard (default: one per version)"
     )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
@@ -232,6 +242,25 @@ def _parser() -> _Parser:
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
+    forget = sub.add_parser(
+        "forget",
+        help="erase a data subject everywhere (versions, ledger content, vectors, caches, "
+        "query log, dead letters), keeping ids, positions and digests; logged without the data",
+    )
+    forget.add_argument("--tenant", required=True)
+    subject = forget.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--entity", metavar="TYPE:ID", help="every memory anchored to it")
+    subject.add_argument("--memory", metavar="KEY", help="every version of one memory")
+    forget.add_argument("--reason", help="why (kept in the erasure log: no personal data)")
+    forget.add_argument("--dry-run", dest="dry_run", action="store_true", help="only count")
+    forget.add_argument(
+        "--actor", help="who asks, as recorded (default: the admin key's id, else cli:USER)"
+    )
+    forget.add_argument(
+        "--key", help="admin credential (default MEMSTREAM_KEY / data dir): signs the hand-off"
+    )
+    forget.add_argument("--json", action="store_true", help="the result as JSON")
+
     from memstream.ops.identity import add_parsers as identity_parsers
 
     identity_parsers(sub)  # tenants, keys
@@ -244,6 +273,13 @@ def _parser() -> _Parser:
     history.add_argument(
         "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
     )
+
+    gateway = sub.add_parser(
+        "gateway", help="serve the HTTP gateway (REST, MCP at /mcp, timeline at /ui)"
+    )
+    gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
     return parser
 
 
@@ -380,6 +416,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command == "forget":
+        from memstream.ops.forget import forget
+
+        return forget(settings, args, as_json=args.json)
     if args.command in ("tenants", "keys"):
         from memstream.ops.identity import run as identity
 
@@ -388,6 +428,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
+    if args.command in ("gateway", "mcp"):
+        from memstream.ops.gateway.serve import gateway, mcp_stdio
+
+        if args.command == "mcp":
+            return mcp_stdio(settings)
+        return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)
     raise AssertionError(f"unhandled command {args.command}")
 
 

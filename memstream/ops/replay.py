@@ -86,6 +86,7 @@ _SCOPE = (
     " ON d.tenant_id = l.tenant_id"
     " WHERE (%(tenants)s::text[] IS NULL OR l.tenant_id = ANY(%(tenants)s::text[]))"
     " AND (%(until)s::timestamptz IS NULL OR l.received_at <= %(until)s)"
+    " AND l.erased_at IS NULL"  # erased events are never replayed (their payload is gone)
     " AND (d.tenant_id IS NULL OR (" + _KEY + ') > (d.received_at, d.topic, d."partition",'
     ' d."offset", d.tenant_id, d.event_id))'
 )
@@ -315,7 +316,7 @@ async def _rebuild_tenant(
     await index.drop_tenant(tenant)
     cur = await conn.execute(
         "SELECT memory_key, count(*) FROM memory_versions WHERE tenant_id = %s AND op = 'UPSERT'"
-        ' GROUP BY memory_key ORDER BY memory_key COLLATE "C"',
+        ' AND erased_at IS NULL GROUP BY memory_key ORDER BY memory_key COLLATE "C"',
         (tenant,),
     )
     groups: list[list[tuple[str, str]]] = [[]]
@@ -335,7 +336,7 @@ async def _rebuild_tenant(
     # A point lost to a writer racing the drop (Qdrant server, live) is indexed once more.
     cur = await conn.execute(
         "SELECT version_id::text, memory_key FROM memory_versions"
-        " WHERE tenant_id = %s AND op = 'UPSERT'",
+        " WHERE tenant_id = %s AND op = 'UPSERT' AND erased_at IS NULL",
         (tenant,),
     )
     rows = await cur.fetchall()

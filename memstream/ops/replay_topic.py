@@ -273,12 +273,16 @@ async def feed_topic(
     while records := await reader.next_batch(batch):
         for partition, messages in records.items():
             moments = await _moments(source, topic, partition, [m.offset for m in messages])
+            erased = await erased_events(source, [_event_id(m.value) for m in messages])
             envelopes = []
             for message in messages:
                 # Not in the source: the broker's time, at worst now.
                 broker_time = epoch_moment((message.timestamp or 0) / 1000)
                 at = moments.get(message.offset) or broker_time or now
                 if not _in_scope(message.value, at, tenants, until):
+                    report.skipped += 1
+                    continue
+                if _event_id(message.value) in erased:  # by event id, wherever it was read
                     report.skipped += 1
                     continue
                 position = Position(topic, partition, message.offset)
@@ -288,6 +292,31 @@ async def feed_topic(
             if on_progress is not None:
                 on_progress(len(messages))
     return report
+
+
+def _event_id(value: bytes | None) -> tuple[str, str] | None:
+    """(tenant_id, event_id) of a MemoryEvent message; None for one that does not decode."""
+    try:
+        record = decode("MemoryEvent", value or b"")
+    except CodecError:
+        return None
+    return (str(record.get("tenant_id")), str(record.get("event_id")))
+
+
+async def erased_events(
+    conn: psycopg.AsyncConnection[Any], ids: Sequence[tuple[str, str] | None]
+) -> set[tuple[str, str] | None]:
+    """Which of these (tenant_id, event_id) the source's ledger holds as erased."""
+    known = [i for i in ids if i is not None]
+    if not known:
+        return set()
+    cur = await conn.execute(
+        "SELECT l.tenant_id, l.event_id FROM event_ledger l"
+        " JOIN unnest(%s::text[], %s::text[]) AS i(tenant_id, event_id)"
+        " ON l.tenant_id = i.tenant_id AND l.event_id = i.event_id WHERE l.erased_at IS NOT NULL",
+        ([t for t, _ in known], [e for _, e in known]),
+    )
+    return {(str(t), str(e)) for t, e in await cur.fetchall()}
 
 
 def _in_scope(

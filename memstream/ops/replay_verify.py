@@ -54,12 +54,14 @@ _VERSIONS = (
     " SELECT m.*, l.received_at AS ledger_received_at FROM memory_versions m"
     " JOIN event_ledger l ON l.tenant_id = m.tenant_id AND l.event_id = m.event_id"
     " WHERE (%(tenants)s::text[] IS NULL OR m.tenant_id = ANY(%(tenants)s::text[]))"
+    " AND m.erased_at IS NULL"  # erased: tombstones that no replay reproduces, by design
     " AND (%(until)s::timestamptz IS NULL OR l.received_at <= %(until)s)) AS v"
 )
 _LEDGER = (
     'SELECT tenant_id, event_id, memory_key, op, version_id::text, outcome, topic, "partition",'
     ' "offset", received_at, md5(payload::text) FROM event_ledger'
     " WHERE (%(tenants)s::text[] IS NULL OR tenant_id = ANY(%(tenants)s::text[]))"
+    " AND erased_at IS NULL"
     " AND (%(until)s::timestamptz IS NULL OR received_at <= %(until)s)"
 )
 
@@ -360,7 +362,8 @@ async def verify_index(settings: Settings, tenants: Sequence[str] | None) -> int
             expected = await postgres_state(conn, scope, None, expected_vectors=True)
             pending = await (await conn.execute(
                 "SELECT count(*) FROM memory_versions WHERE tenant_id = ANY(%s)"
-                " AND op = 'UPSERT' AND (indexed_at IS NULL OR index_dirty)", (scope,),
+                " AND op = 'UPSERT' AND erased_at IS NULL AND (indexed_at IS NULL OR index_dirty)",
+                (scope,),
             )).fetchone()  # fmt: skip
         actual: State = {}
         await add_index_points(actual, index, scope, dimension)

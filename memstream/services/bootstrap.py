@@ -21,11 +21,13 @@ from memstream.services.adapters.embedding import BatchingEmbedder, SentenceTran
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
 from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
+from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.prometheus import PrometheusMetrics
 from memstream.services.adapters.redis_cache import RedisCache
 from memstream.services.adapters.redis_nonces import RedisNonceStore
+from memstream.services.handlers.forget import Forgetter
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
@@ -63,6 +65,7 @@ class Container:
     metrics: PrometheusMetrics
     rules: PostgresRules
     rescorer: Rescorer
+    forgetter: Forgetter
     guard: Guard | None = None
     nonces: RedisNonceStore | None = None
 
@@ -168,6 +171,7 @@ async def build(
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
+    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
@@ -220,7 +224,16 @@ async def build(
             clock,
         )
     event_guard = guard if settings.auth == "required" else None
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=event_guard)
+    ingestor = Ingestor(
+        repo,
+        sink,
+        indexer,
+        decode,
+        clock,
+        metrics=metrics,
+        guard=event_guard,
+        eraser=forgetter.erase_event,
+    )
     responder = None
     if reply_sink is not None:
         responder = Responder(
@@ -246,6 +259,7 @@ async def build(
         metrics,
         rules,
         rescorer,
+        forgetter,
         guard,
         nonces,
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from memstream.services.domain.erasure import ErasureResult, ErasureScope
 from memstream.services.domain.identity import KeyRecord, Principal
 from memstream.services.domain.model import MemoryEvent, MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
@@ -84,6 +85,14 @@ class VectorIndex(Protocol):
     async def point_ids(self, tenant_id: str) -> set[str]: ...
 
     async def drop_tenant(self, tenant_id: str) -> None: ...
+
+    async def delete(self, tenant_id: str, point_ids: Sequence[str]) -> int:
+        """Delete these points (erasure); returns how many existed. Unknown ids are ignored."""
+        ...
+
+    async def compact(self, tenant_id: str) -> None:
+        """Rewrite the tenant's storage so that deleted points leave no bytes behind."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -229,6 +238,12 @@ class Cache(Protocol):
         """Every cached reply of the tenant becomes a miss (O(1), e.g. a generation bump)."""
         ...
 
+    async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
+        """Delete (not just invalidate) every cached reply of the tenant and the trust entries
+        of these versions (erasure); returns how many keys went. Raises ``AdapterError`` when
+        the cache cannot be reached: an erasure must know whether the bytes are gone."""
+        ...
+
     async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
 
     async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None: ...
@@ -351,4 +366,59 @@ class NonceStore(Protocol):
     async def claim(self, key_id: str, nonce: str, until: datetime) -> bool:
         """True the first time (key_id, nonce) is claimed before ``until``; False after.
         Raises ``TransientError`` when the store is unreachable (the caller refuses)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PendingErasure:
+    """An erasure committed in Postgres whose vectors, caches or VACUUM are not done yet."""
+
+    erasure_id: str
+    tenant_id: str
+    version_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureMark:
+    """What ``history`` shows of an erased version instead of its content."""
+
+    erasure_id: str
+    erased_at: datetime
+    reason: str
+    content_digest: str
+
+
+class ErasureRepository(Protocol):
+    """Erasure in Postgres: the tombstones, the redactions and the erasure log."""
+
+    async def erase(
+        self,
+        scope: ErasureScope,
+        *,
+        erasure_id: str,
+        requested_by: str,
+        reason: str,
+        requested_at: datetime,
+        dry_run: bool,
+    ) -> ErasureResult:
+        """In ONE transaction, under a lock that keeps the tenant's ingest out: tombstone every
+        version and ledger row in scope, redact the query log, purge dead letters, write the
+        erasure log (pending until ``complete``). ``dry_run`` counts and rolls back. Nothing in
+        scope (erased already) is a no-op: no log row, ``erasure_id`` None."""
+        ...
+
+    async def pending(self, tenant_id: str) -> list[PendingErasure]: ...
+
+    async def complete(self, erasure_ids: Sequence[str], at: datetime) -> None: ...
+
+    async def vacuum(self) -> None:
+        """VACUUM the tables an erasure touches (outside any transaction)."""
+        ...
+
+    async def marks(self, tenant_id: str, memory_key: str) -> dict[str, ErasureMark]:
+        """The erased versions of one memory, by version_id."""
+        ...
+
+    async def log(self, tenant_id: str) -> list[dict[str, Any]]:
+        """The tenant's erasure log, oldest first (no personal data in it)."""
         ...

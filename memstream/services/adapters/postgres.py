@@ -17,6 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memstream.services.domain.erasure import erasure_lock_key
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from memstream.services.domain.versioning import place_event
 from memstream.services.ports import (
@@ -126,6 +127,11 @@ class PostgresMemoryRepository:
         # Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
         # writes and the commit in another (9 round trips → 2 for a new version).
         async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+            # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+                (erasure_lock_key(event.tenant_id),),
+            )
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"{event.tenant_id}\x1f{event.memory_key}",),
@@ -243,7 +249,7 @@ class PostgresMemoryRepository:
     async def pending_index(
         self, keys: Sequence[tuple[str, str]] | None, limit: int
     ) -> list[IndexTask]:
-        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT'"
+        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT' AND erased_at IS NULL"
         params: list[Any] = []
         if keys is not None:
             if not keys:
