@@ -150,7 +150,7 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
     signers = Signers(settings, key)
     lines = sum(1 for _ in path.open(encoding="utf-8"))
     producer = make_producer(settings.broker)
-    probe_broker(producer, settings.broker)
+    probed = False  # the broker is checked before the first send, once its credential is found
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
     failures: list[str] = []
@@ -179,13 +179,17 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
                 outcome.repeated_in_file += 1
             seen.add(ident)
             value = encode("MemoryEvent", to_record(item))
+            headers = signers.headers(item.tenant_id, value, item.event_id)
+            if not probed:
+                probe_broker(producer, settings.broker)
+                probed = True
             while True:
                 try:
                     producer.produce(
                         topic,
                         key=message_key(item),
                         value=value,
-                        headers=signers.headers(item.tenant_id, value, item.event_id),
+                        headers=headers,
                         on_delivery=delivered,
                     )
                     break

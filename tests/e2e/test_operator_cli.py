@@ -116,7 +116,13 @@ def test_publish_with_the_broker_down_is_one_line_within_seconds(
     setup = stack
     path = _write(tmp_path / "down.jsonl", [event("t", f"n:{i}", i) for i in range(140)])
     started = time.monotonic()
-    result = run_cli(["publish", str(path)], setup.env(MEMSTREAM_BROKER=f"127.0.0.1:{free_port()}"))
+    result = run_cli(
+        ["publish", str(path)],
+        setup.env(
+            MEMSTREAM_BROKER=f"127.0.0.1:{free_port()}",
+            MEMSTREAM_KEY=setup.keyring.key("t", "producer", ["crm"]),
+        ),
+    )
     assert time.monotonic() - started < 20
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
