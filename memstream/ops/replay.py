@@ -283,9 +283,24 @@ def progress_bar() -> Progress:
 
 
 async def rebuild_index(settings: Settings, tenants: Sequence[str] | None, batch: int) -> None:
+    """Re-index ``tenants`` (default every one) with the configured encoder. A change of
+    encoder (other vectors than the index records) re-indexes every tenant, then is recorded;
+    with ``tenants`` it is refused: the other tenants' vectors would not match."""
+    from memstream.services.adapters.postgres_encoder import PostgresIndexEncoder
+    from memstream.services.bootstrap import index_encoder
+
     assert settings.postgres_dsn is not None
     embedder = await asyncio.to_thread(rv.load_embedder, settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
+    encoders = PostgresIndexEncoder(repo.pool)
+    current = index_encoder(settings, embedder)
+    recorded = await encoders.recorded()
+    if tenants and recorded is not None and not recorded.same_vectors(current):
+        await repo.close()
+        raise AdapterError(
+            f"the index holds {recorded.describe()}, the encoder now writes "
+            f"{current.describe()}: re-index every tenant (drop --tenant) to switch"
+        )
     index = rv.live_index(settings, embedder.dimension)
     indexer = Indexer(repo, index, embedder, Silent())
     started, done = time.monotonic(), 0
@@ -293,6 +308,8 @@ async def rebuild_index(settings: Settings, tenants: Sequence[str] | None, batch
         async with rv.connect(settings.postgres_dsn) as conn:
             for tenant in await rv.tenants_of(conn, tenants):
                 done += await _rebuild_tenant(conn, index, indexer, tenant, batch)
+        if not tenants:
+            await encoders.record(current, replace=True)
     finally:
         await index.close()
         await repo.close()

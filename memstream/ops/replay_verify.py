@@ -274,10 +274,9 @@ def schema_dsn(dsn: str, schema: str) -> str:
 
 
 def load_embedder(settings: Settings) -> Any:
-    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-    from memstream.services.bootstrap import resolve_model_path
+    from memstream.services.bootstrap import load_embedder
 
-    return SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    return load_embedder(settings)
 
 
 def dimension_of(settings: Settings) -> int:

@@ -17,10 +17,15 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from memstream.schemas import codec, envelope
-from memstream.services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
+from memstream.services.adapters.embedding import (
+    BatchingEmbedder,
+    SentenceTransformerEmbedder,
+    model_digest,
+)
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
 from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
+from memstream.services.adapters.postgres_encoder import IndexEncoder, PostgresIndexEncoder
 from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
@@ -163,8 +168,17 @@ async def build(
         def decode(data: bytes) -> dict[str, object]:
             return codec.decode("MemoryEvent", data)
 
-    embedder = embedder or await _load_embedder_async(settings)
+    if embedder is None:
+        embedder = await asyncio.to_thread(load_embedder, settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        try:
+            await check_index_encoder(
+                PostgresIndexEncoder(repo.pool), index_encoder(settings, embedder)
+            )
+        except BaseException:
+            await repo.close()
+            raise
     index = build_index(settings, embedder.dimension)
     metrics = PrometheusMetrics()
     indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
@@ -265,9 +279,50 @@ async def build(
     )
 
 
-async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:
-    return await asyncio.to_thread(
-        SentenceTransformerEmbedder.load,
+def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
+    """The embedding model through the encoder the settings name (ONNX Runtime by default,
+    exported into the model cache at first use; torch when ONNX cannot be used). Blocking: a
+    first export takes seconds."""
+    return SentenceTransformerEmbedder.load(
         resolve_model_path(settings),
         threads=settings.embed_threads or None,
+        encoder=settings.encoder,
+        cache=settings.model_cache_dir,
     )
+
+
+def index_encoder(settings: Settings, embedder: SentenceTransformerEmbedder) -> IndexEncoder:
+    """What ``embedder`` writes into an index, as ``index_encoder`` records it."""
+    path = resolve_model_path(settings)
+    model = f"{path.name}@{model_digest(path)[:16]}"
+    return IndexEncoder(model, embedder.vectors, embedder.dimension, embedder.encoder)
+
+
+class EncoderMismatchError(AdapterError):
+    """The live index holds vectors of another encoder than this process's: they cannot mix."""
+
+
+async def check_index_encoder(store: PostgresIndexEncoder, current: IndexEncoder) -> None:
+    """Record ``current`` on a new index, accept it on an index of the same vectors, refuse it
+    (EncoderMismatchError, naming the fix) on an index of other vectors."""
+    recorded = await store.recorded()
+    if recorded is None and current.vectors != "fp32" and await store.anything_indexed():
+        raise EncoderMismatchError(
+            f"the vector index was built before its encoder was recorded (fp32 vectors); this "
+            f"process's encoder writes {current.describe()}. Fix: run `memstream replay "
+            f"--index` with MEMSTREAM_ENCODER={current.encoder} to re-index, or unset "
+            "MEMSTREAM_ENCODER"
+        )
+    if recorded is None:
+        recorded = await store.record(current)
+    if not recorded.same_vectors(current):
+        raise EncoderMismatchError(
+            f"the vector index holds {recorded.describe()}; this process's encoder writes "
+            f"{current.describe()}, and the two cannot be mixed. Fix: run `memstream replay "
+            f"--index` with MEMSTREAM_ENCODER={current.encoder} to re-index, or set "
+            f"MEMSTREAM_ENCODER={_setting_of(recorded)} (and the model) back"
+        )
+
+
+def _setting_of(recorded: IndexEncoder) -> str:
+    return "onnx-int8" if recorded.vectors == "int8" else "onnx"
