@@ -338,7 +338,7 @@ def bench(settings: Settings, args: Any) -> int:
         from memstream.ops.bench_soak import bench_soak, print_soak
 
         print_soak(
-            bench_soak(args.requests, args.concurrency, args.memories, args.burst, args.churn)
+            bench_soak(args.requests, args.concurrency, args.memories, args.soak_burst, args.churn)
         )
         return 0
     if args.what == "erasure":

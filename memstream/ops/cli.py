@@ -128,7 +128,7 @@ def _parser() -> _Parser:
     soak = bench.add_argument_group("soak bench (requests under ingest bursts and worker churn)")
     soak.add_argument("--requests", type=int, default=100_000, help="default 100,000")
     soak.add_argument("--concurrency", type=int, default=32, help="in flight (default 32)")
-    soak.add_argument("--burst", type=int, default=200, help="events every 5 s (default 200)")
+    soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
         "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
     )
