@@ -10,6 +10,7 @@ indexed) or dead-lettered, and prints the counts.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -81,18 +82,48 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
                 yield number, f"{exc.reason}: {exc.detail}"
 
 
+BROKER_PROBE_SECONDS = 5.0
+kafka_log = logging.getLogger("memstream.kafka")
+
+
 def make_producer(bootstrap: str) -> Any:
     from confluent_kafka import Producer
 
+    if kafka_log.level == logging.NOTSET:  # silent unless a caller set a level
+        kafka_log.setLevel(logging.CRITICAL)
     return Producer(
         {
             "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            # librdkafka's own log (a line per failed connection attempt) goes to our logger,
+            # which shows warnings only: the user gets one line from us instead.
+            "logger": kafka_log,
             "log_level": 3,
         }
     )
+
+
+def _reason(exc: Exception) -> str:
+    error = exc.args[0] if exc.args else exc
+    return str(error.str()) if hasattr(error, "str") else str(error)
+
+
+def probe_broker(producer: Any, bootstrap: str) -> None:
+    """Fail in one line within seconds when the broker cannot be reached."""
+    from confluent_kafka import KafkaException
+
+    from memstream.ops.stack import StackError
+
+    try:
+        producer.list_topics(timeout=BROKER_PROBE_SECONDS)
+    except KafkaException as exc:
+        raise StackError(
+            "broker",
+            f"cannot reach {bootstrap} within {BROKER_PROBE_SECONDS:.0f}s ({_reason(exc)})",
+            "start the stack with `memstream up`, or set MEMSTREAM_BROKER to a running broker",
+        ) from None
 
 
 class Signers:
@@ -119,6 +150,7 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
     signers = Signers(settings, key)
     lines = sum(1 for _ in path.open(encoding="utf-8"))
     producer = make_producer(settings.broker)
+    probed = False  # the broker is checked before the first send, once its credential is found
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
     failures: list[str] = []
@@ -147,13 +179,17 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
                 outcome.repeated_in_file += 1
             seen.add(ident)
             value = encode("MemoryEvent", to_record(item))
+            headers = signers.headers(item.tenant_id, value, item.event_id)
+            if not probed:
+                probe_broker(producer, settings.broker)
+                probed = True
             while True:
                 try:
                     producer.produce(
                         topic,
                         key=message_key(item),
                         value=value,
-                        headers=signers.headers(item.tenant_id, value, item.event_id),
+                        headers=headers,
                         on_delivery=delivered,
                     )
                     break
@@ -216,6 +252,14 @@ def publish(
         err.print(
             f"memstream: publish: {len(status.pending)} events not processed within "
             f"{timeout:.0f}s; is a worker running (`memstream up`)?"
+        )
+        return 1
+    if status.dead:
+        err.print(
+            f"memstream: publish: {len(status.dead)} events were dead-lettered. Fix: see why "
+            "with `memstream dlq list`, correct them, then publish again or `memstream dlq "
+            "redrive`",
+            markup=False,
         )
         return 1
     return 1 if outcome.rejected else 0

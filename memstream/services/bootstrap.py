@@ -100,6 +100,8 @@ class Container:
         except Exception as exc:
             parts["postgres"] = f"down: {exc}"
         parts["cache"] = "ok" if getattr(self.cache, "healthy", True) else "degraded"
+        if self.responder is not None:
+            parts["requests"] = self.responder.serving()
         return parts
 
 
