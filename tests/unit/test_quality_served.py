@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstream.ops.ask import _read_batch
+from memstream.ops.ask import read_batch
 from memstream.ops.quality.served import served_request
 from memstream.ops.quality.suite import Question
 from memstream.schemas import codec
@@ -26,7 +26,7 @@ def test_a_served_request_is_the_ask_batch_request_of_the_same_line(
     line = {"tenant_id": "locomo-x", "query": query, "anchors": anchors, "limit": limit}
     path = Path(str(tmp_path_factory.mktemp("batch"))) / "batch.jsonl"  # type: ignore[attr-defined]
     path.write_text(json.dumps({**line, "force": True}) + "\n", encoding="utf-8")
-    [from_ask] = _read_batch(path)
+    [from_ask] = list(read_batch(path))
     from_ask.pop("request_id")
     assert served_request(question, limit) == from_ask
     bare = served_request(question, limit, anchors=False)
