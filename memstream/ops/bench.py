@@ -10,115 +10,26 @@ transaction) measured in-process. Prints the figures; nothing is asserted.
 from __future__ import annotations
 
 import asyncio
-import os
-import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.services import bootstrap
+from memstream.services.domain.validation import validate_event
+from memstream.services.handlers.ingest import record_event
+from memstream.services.ports import Position
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
-
-_SUBJECTS = ["order", "return", "complaint", "delivery", "invoice", "subscription", "warranty"]
-_ITEMS = [
-    "XR-500 headphones",
-    "X1 phone",
-    "trail shoes",
-    "coffee grinder",
-    "USB-C charger",
-    "standing desk",
-    "rain jacket",
-    "smart watch",
-    "espresso machine",
-    "backpack",
-]
-_VERBS = [
-    "asked about",
-    "reported a problem with",
-    "requested a refund for",
-    "praised",
-    "ordered",
-    "returned",
-    "was charged twice for",
-    "changed the address for",
-]
-
-
-def synthetic_text(rng: random.Random, n: int) -> str:
-    return (
-        f"Customer C-{rng.randint(1, 5000)} {rng.choice(_VERBS)} the {rng.choice(_ITEMS)} "
-        f"({rng.choice(_SUBJECTS)} #{n}); agent noted follow-up in {rng.randint(1, 14)} days "
-        f"and tagged it {rng.choice(['urgent', 'routine', 'vip', 'billing'])}."
-    )
-
-
-def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, Any]]:
-    rng = random.Random(seed)  # noqa: S311 - synthetic data, not crypto
-    base = datetime(2026, 1, 1, tzinfo=UTC)
-    memories = max(1, count // 4)  # ~4 versions per memory: supersession on the hot path
-    return [
-        {
-            "event_id": f"bench-{i}",
-            "tenant_id": tenant,
-            "memory_key": f"m:{i % memories}",
-            "entity_type": "customer",
-            "entity_id": f"C-{i % memories}",
-            "fact_type": "note",
-            "content": synthetic_text(rng, i),
-            "source_system": "crm",
-            "occurred_at": (base + timedelta(seconds=i)).isoformat(),
-        }
-        for i in range(count)
-    ]
-
-
-def start_worker(settings: Settings) -> subprocess.Popen[str]:
-    """A ``memstream worker`` process on resolved settings, returned once it is ready."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
-    env.update(settings.to_env())
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "memstream.ops.cli", "worker"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert worker.stdout is not None
-    for line in worker.stdout:
-        if "memstream ready" in line:
-            return worker
-    raise RuntimeError("the worker exited before it was ready")
-
-
-def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
-    """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
-    from memstream.ops.publish import make_producer, message_key, to_record
-    from memstream.schemas.codec import encode
-    from memstream.services.domain.validation import validate_event
-
-    producer = make_producer(settings.broker or "")
-    now = datetime.now(UTC)
-    for raw in raws:
-        event = validate_event(raw, now)
-        producer.produce(
-            settings.topics.events,
-            key=message_key(event),
-            value=encode("MemoryEvent", to_record(event)),
-        )
-        producer.poll(0)
-    if producer.flush(60):
-        raise RuntimeError("the broker did not acknowledge every event")
 
 
 @dataclass
@@ -133,10 +44,7 @@ class Figures:
 
 
 def _model_throughput(settings: Settings, texts: list[str]) -> float:
-    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-    from memstream.services.bootstrap import resolve_model_path
-
-    embedder = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    embedder = bootstrap.load_embedder(settings)
     embedder.embed_sync(texts[:64])  # warm-up
     started = time.perf_counter()
     embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
@@ -144,18 +52,14 @@ def _model_throughput(settings: Settings, texts: list[str]) -> float:
 
 
 async def _pg_latency(dsn: str, count: int) -> list[float]:
-    from memstream.services.adapters.postgres import PostgresMemoryRepository
-    from memstream.services.domain.validation import validate_event
-    from memstream.services.ports import Position
-
-    repo = await PostgresMemoryRepository.connect(dsn)
+    repo = await bootstrap.open_repository(dsn)
     tenant = f"bench-pg-{uuid.uuid4().hex[:6]}"
     samples = []
     try:
         for i, raw in enumerate(synthetic_events(tenant, count, seed=2)):
             event = validate_event(raw, datetime.now(UTC))
             started = time.perf_counter()
-            await repo.record(event, raw, Position("bench", 0, i), datetime.now(UTC))
+            await record_event(repo, event, raw, Position("bench", 0, i), datetime.now(UTC))
             samples.append((time.perf_counter() - started) * 1000)
     finally:
         await repo.close()
@@ -240,13 +144,11 @@ def bench_ingest(events: int, model_sample: int) -> Figures:
 
 
 def print_ingest(figures: Figures) -> None:
-    from memstream.services.adapters.embedding import BATCH_SIZE
-
     table = Table(title="memstream bench ingest", title_justify="left")
     table.add_column("figure")
     table.add_column("value", justify="right")
     table.add_row(
-        f"embedding model alone (texts/s, batches of {BATCH_SIZE})",
+        f"embedding model alone (texts/s, batches of {bootstrap.EMBED_BATCH_SIZE})",
         f"{figures.model_texts_per_s:.1f}",
     )
     table.add_row(

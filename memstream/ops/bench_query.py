@@ -24,7 +24,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench import publish_events, start_worker, synthetic_events
+from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.services import bootstrap
+from memstream.services.ports import VectorFilter
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
@@ -68,13 +70,8 @@ async def _ask_all(
 
 
 async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[float]:
-    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
-    from memstream.services.bootstrap import resolve_model_path
-    from memstream.services.ports import VectorFilter
-
-    embedder = SentenceTransformerEmbedder.load(resolve_model_path(settings))
-    index = QdrantEdgeIndex(settings.vector_root, embedder.dimension)
+    embedder = bootstrap.load_embedder(settings)
+    index = bootstrap.build_index(settings, embedder.dimension)
     times = []
     try:
         embedder.embed_sync(["warm-up"])

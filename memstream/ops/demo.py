@@ -46,7 +46,10 @@ from rich.table import Table
 
 from memstream.ops.demo_data import Event, Question, history, questions
 from memstream.ops.stack import EmbeddedStack, StackError, _die_with_parent
+from memstream.services import bootstrap
+from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
+from memstream.streams.producer import EventProducer
 
 console = Console(highlight=False)
 READY = "memstream ready"
@@ -142,17 +145,8 @@ class PlainVectorSearch:
 
 def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]]:
     """Every event to the events topic, keyed tenant|memory_key, as ``memstream publish``."""
-    from memstream.ops.publish import make_producer, message_key, to_record
-    from memstream.schemas.codec import encode
-    from memstream.services.domain.validation import validate_event
-
     assert settings.broker is not None
-    producer = make_producer(settings.broker)
-    failures: list[str] = []
-
-    def delivered(error: Any, message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
+    producer = EventProducer(settings.broker)
 
     now = datetime.now(UTC)
     columns = (TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -161,18 +155,11 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
     ) as progress:
         task = progress.add_task("publishing", total=len(events))
         for raw in events:
-            event = validate_event(raw, now)
-            producer.produce(
-                settings.topics.events,
-                key=message_key(event),
-                value=encode("MemoryEvent", to_record(event)),
-                on_delivery=delivered,
-            )
-            producer.poll(0)
+            producer.send(settings.topics.events, validate_event(raw, now))
             progress.advance(task)
-        remaining = producer.flush(30)
-    if remaining or failures:
-        raise RuntimeError(f"the broker did not take {remaining + len(failures)} events")
+        missing = producer.finish(30)
+    if missing:
+        raise RuntimeError(f"the broker did not take {missing} events")
     return [(e["tenant_id"], e["event_id"]) for e in events]
 
 
@@ -341,10 +328,7 @@ def demo(settings: Settings) -> int:
         idents = publish(resolved, events)
         console.print(f"[green]✓[/] published {len(idents)} events to {resolved.topics.events}")
         with phase("plain vector search: loading the model, embedding every event"):
-            from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-            from memstream.services.bootstrap import resolve_model_path
-
-            model = SentenceTransformerEmbedder.load(resolve_model_path(resolved))
+            model = bootstrap.load_embedder(resolved)
             baseline = PlainVectorSearch(events, model.embed_sync)
         with phase("memstream worker: loading the model, joining the broker"):
             worker.wait_ready(120)

@@ -13,7 +13,8 @@ from datetime import datetime
 from rich.console import Console
 from rich.table import Table
 
-from memstream.services.adapters.postgres import PostgresMemoryRepository
+from memstream.ops.stack import resolve_settings
+from memstream.services import bootstrap
 from memstream.services.domain import versioning
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.settings import Settings
@@ -47,11 +48,8 @@ def version_json(v: MemoryVersion) -> dict[str, object]:
 
 
 async def load_chain(dsn: str, tenant_id: str, memory_key: str) -> list[MemoryVersion]:
-    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
-    try:
-        return await repo.chain(tenant_id, memory_key)
-    finally:
-        await repo.close()
+    async with bootstrap.stores(dsn) as stores:
+        return await stores.repo.chain(tenant_id, memory_key)
 
 
 def history(
@@ -65,8 +63,6 @@ def history(
 ) -> int:
     """The chain; ``known_at`` re-derives it as memstream knew it then (transaction time) and
     ``as_of`` keeps the version that was true then (valid time)."""
-    from memstream.ops.stack import resolve_settings
-
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
     chain = asyncio.run(load_chain(settings.postgres_dsn, tenant_id, memory_key))

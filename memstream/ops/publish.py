@@ -15,16 +15,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memstream.schemas.codec import encode
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
+from memstream.streams.producer import EventProducer
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -37,29 +36,6 @@ class Outcome:
     sent: list[tuple[str, str]] = field(default_factory=list)  # (tenant, event_id)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
     repeated_in_file: int = 0
-
-
-def to_record(event: MemoryEvent) -> dict[str, Any]:
-    """A validated event as the Avro ``memstream.MemoryEvent`` record."""
-    return {
-        "event_id": event.event_id,
-        "tenant_id": event.tenant_id,
-        "memory_key": event.memory_key,
-        "entity_type": event.entity_type,
-        "entity_id": event.entity_id,
-        "entities": [{"type": a.type, "id": a.id} for a in event.entities],
-        "fact_type": event.fact_type,
-        "content": event.content,
-        "attributes": dict(event.attributes),
-        "source_system": event.source_system,
-        "status": event.status,
-        "occurred_at": event.occurred_at,
-        "op": event.op.value,
-    }
-
-
-def message_key(event: MemoryEvent) -> bytes:
-    return f"{event.tenant_id}|{event.memory_key}".encode()
 
 
 def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | str]]:
@@ -79,31 +55,12 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
                 yield number, f"{exc.reason}: {exc.detail}"
 
 
-def make_producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            "log_level": 3,
-        }
-    )
-
-
 def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
     assert settings.broker is not None
     lines = sum(1 for _ in path.open(encoding="utf-8"))
-    producer = make_producer(settings.broker)
+    producer = EventProducer(settings.broker)
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
-    failures: list[str] = []
-
-    def delivered(error: Any, message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
 
     with Progress(
         TextColumn("publishing"),
@@ -124,21 +81,13 @@ def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
             if ident in seen:
                 outcome.repeated_in_file += 1
             seen.add(ident)
-            value = encode("MemoryEvent", to_record(item))
-            while True:
-                try:
-                    producer.produce(
-                        topic, key=message_key(item), value=value, on_delivery=delivered
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            producer.poll(0)
+            producer.send(topic, item)
             outcome.sent.append(ident)
-        remaining = producer.flush(60)
-    if remaining or failures:
+        missing = producer.finish(60)
+    if missing:
+        failures = producer.failures
         raise RuntimeError(
-            f"{remaining + len(failures)} events were not acknowledged by the broker "
+            f"{missing} events were not acknowledged by the broker "
             f"({failures[0] if failures else 'flush timed out'})"
         )
     return outcome

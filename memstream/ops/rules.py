@@ -15,9 +15,8 @@ import asyncio
 import re
 from typing import Any
 
-from memstream.services.adapters.postgres import PostgresMemoryRepository
-from memstream.services.adapters.postgres_rules import PostgresRules
-from memstream.services.adapters.redis_cache import RedisCache
+from memstream.ops.stack import resolve_settings
+from memstream.services import bootstrap
 from memstream.services.settings import Settings
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -39,17 +38,15 @@ def parse_value(kind: str, text: str) -> float:
 
 async def _run(settings: Settings, args: Any) -> int:
     assert settings.postgres_dsn is not None
-    repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, min_size=1, max_size=1)
-    try:
-        rules = PostgresRules(repo.pool)
+    redis_url = settings.redis_url if args.action == "set" else None
+    async with bootstrap.stores(settings.postgres_dsn, redis_url) as stores:
+        rules = stores.rules
         if args.action == "set":
             await rules.set_rule(
                 args.tenant, args.kind, args.name, parse_value(args.kind, args.value)
             )
-            if settings.redis_url:
-                cache = RedisCache.from_url(settings.redis_url)
-                await cache.invalidate_tenant(args.tenant)
-                await cache.close()
+            if stores.cache is not None:
+                await stores.cache.invalidate_tenant(args.tenant)
             print(f"{args.tenant}: {args.kind} {args.name.casefold()} = {args.value}")
         table = await rules.overrides(args.tenant)
         if args.action == "show":
@@ -60,13 +57,9 @@ async def _run(settings: Settings, args: Any) -> int:
                     shown = f"{value / 86400:g}d" if kind == "half_life" else f"{value:g}"
                     print(f"{args.tenant}: {kind} {name} = {shown}")
         return 0
-    finally:
-        await repo.close()
 
 
 def rules(settings: Settings, args: Any) -> int:
-    from memstream.ops.stack import resolve_settings
-
     if args.action == "set":
         try:
             parse_value(args.kind, args.value)

@@ -7,22 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memstream.schemas import codec
-from memstream.services.adapters.embedding import BatchingEmbedder, SentenceTransformerEmbedder
+from memstream.services.adapters.embedding import (
+    BATCH_SIZE,
+    BatchingEmbedder,
+    SentenceTransformerEmbedder,
+)
+from memstream.services.adapters.kafka_reader import KafkaTopicReader
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
+from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.prometheus import PrometheusMetrics
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.adapters.redis_cache import RedisCache
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
+from memstream.services.handlers.rebuild import RebuildTools
 from memstream.services.handlers.rescore import Rescorer
 from memstream.services.handlers.respond import Responder
 from memstream.services.handlers.retrieve import Profile, Retriever, profile_from
@@ -32,11 +41,15 @@ from memstream.services.ports import (
     ChangeSink,
     Embedder,
     ReplySink,
+    SilentSink,
+    TopicReader,
     VectorIndex,
 )
 from memstream.services.settings import Settings
 
 log = logging.getLogger(__name__)
+
+EMBED_BATCH_SIZE = BATCH_SIZE  # texts per model pass (the benches print it)
 
 
 def utcnow() -> datetime:
@@ -85,14 +98,13 @@ class Container:
 
 
 def build_index(settings: Settings, dimension: int) -> VectorIndex:
+    """The live index: the Qdrant server, or the Edge shards under the data dir."""
     if settings.qdrant_url:
         from qdrant_client import AsyncQdrantClient
 
         from memstream.services.adapters.qdrant_server import QdrantServerIndex
 
         return QdrantServerIndex(AsyncQdrantClient(url=settings.qdrant_url), dimension)
-    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
-
     return QdrantEdgeIndex(settings.vector_root, dimension)
 
 
@@ -194,8 +206,110 @@ async def build(
 
 
 async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:
-    return await asyncio.to_thread(
-        SentenceTransformerEmbedder.load,
-        resolve_model_path(settings),
-        threads=settings.embed_threads or None,
+    return await asyncio.to_thread(load_embedder, settings, settings.embed_threads or None)
+
+
+# -- the offline tools: what the CLI's commands build (replay, bench, audit, history, rules) --
+
+
+def load_embedder(settings: Settings, threads: int | None = None) -> SentenceTransformerEmbedder:
+    """The configured model (or the bundled one), loaded in this thread (slow)."""
+    return SentenceTransformerEmbedder.load(resolve_model_path(settings), threads=threads)
+
+
+def model_dimension(settings: Settings) -> int:
+    """The model's vector size, read from its sentence-transformers files when they say it
+    (Transformer + Pooling [+ Normalize]); else by loading the model."""
+    path = resolve_model_path(settings)
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        kinds = {m["type"].rsplit(".", 1)[-1] for m in modules}
+        if kinds <= {"Transformer", "Pooling", "Normalize"}:
+            pooling = next(m["path"] for m in modules if m["type"].endswith("Pooling"))
+            config = json.loads((path / pooling / "config.json").read_text())
+            return int(config["word_embedding_dimension"])
+    except (OSError, ValueError, KeyError, StopIteration):
+        pass
+    return int(load_embedder(settings).dimension)
+
+
+def copy_index(root: Path, dimension: int) -> VectorIndex:
+    """Qdrant Edge shards under ``root``, writes not flushed one by one (a killed process
+    loses nothing, the WAL is in the page cache; ``close`` flushes): rebuilds and benches."""
+    return QdrantEdgeIndex(root, dimension, flush_writes=False)
+
+
+def offline_index(settings: Settings, dimension: int) -> VectorIndex:
+    """The live index for an offline tool: the Qdrant server, or the Edge shards (no worker
+    holds them) opened as ``copy_index`` does."""
+    if settings.qdrant_url:
+        return build_index(settings, dimension)
+    return copy_index(settings.vector_root, dimension)
+
+
+async def open_repository(dsn: str, max_size: int = 8) -> PostgresMemoryRepository:
+    return await PostgresMemoryRepository.connect(dsn, max_size=max_size)
+
+
+def rebuild_tools(settings: Settings, migrate: Callable[[str], object]) -> RebuildTools:
+    """Everything ``memstream replay`` needs (``migrate``: the schema migrations runner)."""
+
+    def topic_reader(broker: str, topic: str) -> TopicReader:
+        return KafkaTopicReader(broker, topic)
+
+    return RebuildTools(
+        open_ledger=PostgresLedger.connect,
+        open_repo=open_repository,
+        load_embedder=lambda: load_embedder(settings),
+        dimension=lambda: model_dimension(settings),
+        live_index=lambda dimension: offline_index(settings, dimension),
+        copy_index=copy_index,
+        schema_dsn=schema_dsn,
+        migrate=migrate,
+        decode=lambda data: codec.decode("MemoryEvent", data),
+        topic_reader=topic_reader,
     )
+
+
+@contextlib.asynccontextmanager
+async def offline_rescorer(
+    dsn: str,
+    redis_url: str,
+    root: Path,
+    dimension: int,
+    clock: Callable[[], datetime],
+) -> AsyncIterator[Rescorer]:
+    """A Rescorer over the database ``dsn``, Edge shards under ``root`` and the Redis trust
+    cache, announcing nothing (``bench replay``)."""
+    repo = await PostgresMemoryRepository.connect(dsn)
+    index = copy_index(root, dimension)
+    cache = RedisCache.from_url(redis_url)
+    try:
+        yield Rescorer(PostgresRules(repo.pool), index, cache, SilentSink().scored, clock)
+    finally:
+        await cache.close()
+        await index.close()
+        await repo.close()
+
+
+@dataclass
+class Stores:
+    """Postgres (and Redis, when named) for a one-shot command: ``audit``, ``history``,
+    ``rules``, the benches."""
+
+    repo: PostgresMemoryRepository
+    rules: PostgresRules
+    query_log: PostgresQueryLog
+    cache: RedisCache | None
+
+
+@contextlib.asynccontextmanager
+async def stores(dsn: str, redis_url: str | None = None, *, pool: int = 1) -> AsyncIterator[Stores]:
+    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=pool)
+    cache = RedisCache.from_url(redis_url) if redis_url else None
+    try:
+        yield Stores(repo, PostgresRules(repo.pool), PostgresQueryLog(repo.pool), cache)
+    finally:
+        if cache is not None:
+            await cache.close()
+        await repo.close()

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from memstream.ops.publish import to_record
 from memstream.ops.stack import free_port
 from memstream.schemas.codec import decode, encode
+from memstream.schemas.records import event_record as to_record
 from memstream.services.domain.validation import validate_event
 from tests.e2e.ingest_kit import (
     BASE,

@@ -28,6 +28,7 @@ from rich.console import Console
 from memstream.ops.quality.baselines import TenantCorpus, build_corpora
 from memstream.ops.quality.suite import Question, Suite, doc_id
 from memstream.ops.stack import EmbeddedStack
+from memstream.services import bootstrap
 from memstream.services.settings import Settings
 
 BASELINES = ("vector", "bm25", "vector+bm25 RRF")
@@ -264,8 +265,6 @@ async def run_suites(
 def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dict[str, float]]:
     """Build, embed, ingest and ask; returns the runs and the seconds each stage took."""
     from memstream.ops.migrate import migrate
-    from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-    from memstream.services.bootstrap import resolve_model_path
 
     stages: dict[str, float] = {}
     clock = time.perf_counter()
@@ -277,7 +276,7 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user
     settings = Settings(data_dir=data_dir, broker="unused", model_path=base.model_path)
     clock = time.perf_counter()
-    model = SentenceTransformerEmbedder.load(resolve_model_path(settings))
+    model = bootstrap.load_embedder(settings)
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")

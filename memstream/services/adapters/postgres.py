@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -33,6 +34,7 @@ VERSION_COLUMNS = (
     " event_id, entity_type, entity_id, entities, fact_type, content, attributes, source_system,"
     " status, op, occurred_at, valid_from, valid_to, recorded_at, superseded_at, is_current"
 )
+VERSION_SQL = sql.SQL(VERSION_COLUMNS)  # the same columns, composable (psycopg.sql)
 
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "57P01", "57P02", "57P03", "53300"}
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.retry import Backoff, retrying
@@ -73,6 +74,17 @@ class BatchReport:
         return sum(1 for r in self.recorded if r.duplicate)
 
 
+async def record_event(
+    repo: MemoryRepository,
+    event: MemoryEvent,
+    raw: Mapping[str, Any],
+    position: Position,
+    recorded_at: datetime,
+) -> Recorded:
+    """Record one valid event: ledger + new version + derived changes in one unit of work."""
+    return await repo.record(event, raw, position, recorded_at)
+
+
 class Ingestor:
     def __init__(
         self,
@@ -115,8 +127,12 @@ class Ingestor:
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
-                lambda: self._repo.record(
-                    event, raw or {}, envelope.position, envelope.received_at or self._clock()
+                lambda: record_event(
+                    self._repo,
+                    event,
+                    raw or {},
+                    envelope.position,
+                    envelope.received_at or self._clock(),
                 ),
                 self._backoff,
             )
