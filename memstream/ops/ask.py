@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from memstream.ops.stack import resolve_settings
 from memstream.services.domain.validation import parse_timestamp
 from memstream.services.settings import Settings
 from memstream.streams.client import MemoryClient, MemoryClientError
@@ -100,8 +101,6 @@ async def _ask(
 
 
 def ask(settings: Settings, args: Any) -> int:
-    from memstream.ops.stack import resolve_settings
-
     settings = resolve_settings(settings)
     if args.batch:
         requests = _read_batch(Path(args.batch))

@@ -23,6 +23,9 @@ from rich.console import Console
 from rich.table import Table
 
 from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.ops.ingest_status import wait_for
+from memstream.ops.stack import EmbeddedStack
+from memstream.ops.up import prepare
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
 from memstream.services.handlers.ingest import record_event
@@ -70,19 +73,11 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
     """Until ``events`` of ``tenant`` are versioned and indexed (or dead-lettered): one cheap
     count per second, so that watching costs the worker next to nothing (polling the state of
     every event twice a second took ~20 % of a core from it)."""
-    import psycopg
-
     assert settings.postgres_dsn is not None
     deadline = time.monotonic() + timeout
-    with psycopg.connect(settings.postgres_dsn, autocommit=True) as conn:
+    with bootstrap.event_status(settings.postgres_dsn) as status:
         while time.monotonic() < deadline:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s"
-                " AND (indexed_at IS NOT NULL OR op = 'RETRACT'))"
-                " + (SELECT count(*) FROM dead_letters WHERE tenant_id = %(t)s)",
-                {"t": tenant},
-            ).fetchone()
-            done = int(row[0]) if row else 0
+            done = status.settled(tenant)
             out.print(f"  {done} / {events}", end="\r")
             if done >= events:
                 out.print()
@@ -92,10 +87,6 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
 
 
 def bench_ingest(events: int, model_sample: int) -> Figures:
-    from memstream.ops.ingest_status import wait_for
-    from memstream.ops.stack import EmbeddedStack
-    from memstream.ops.up import prepare
-
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
         base = Settings.from_env()
         settings = Settings(

@@ -25,9 +25,13 @@ from rich.console import Console
 from rich.table import Table
 
 from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.ops.ingest_status import wait_for
+from memstream.ops.stack import EmbeddedStack
+from memstream.ops.up import prepare
 from memstream.services import bootstrap
 from memstream.services.ports import VectorFilter
 from memstream.services.settings import Settings
+from memstream.streams.client import MemoryClient
 
 out = Console(highlight=False)
 
@@ -55,8 +59,6 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
 async def _ask_all(
     settings: Settings, tenant: str, texts: list[str]
 ) -> tuple[list[float], list[dict[str, Any]]]:
-    from memstream.streams.client import MemoryClient
-
     assert settings.broker is not None
     times, replies = [], []
     async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
@@ -87,10 +89,6 @@ async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[floa
 
 
 def bench_query(memories: int, count: int) -> dict[str, Any]:
-    from memstream.ops.ingest_status import wait_for
-    from memstream.ops.stack import EmbeddedStack
-    from memstream.ops.up import prepare
-
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     data_dir.chmod(0o755)
     base = Settings.from_env()

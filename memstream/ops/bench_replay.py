@@ -1,9 +1,8 @@
 """``memstream bench replay``: rebuilding from the ledger, and rescoring, at 100,000 versions.
 
-One run on this machine, in a temporary data dir with its own embedded PostgreSQL (and redis for
-the trust cache rescoring writes to):
+One run on this machine, in a temporary data dir with its own embedded PostgreSQL:
 
-1. a source ledger is written through the real write path (``record``, no model: the source's
+1. a source ledger is written through the real write path (``record_event``, no model: the source's
    vectors are not what is measured): ``--versions`` memories that end current, a fifth of them
    superseded once, and one in fifty more upserted then retracted — 124,000 events for 100,000;
 2. ``replay --into-schema`` of the whole ledger without vectors (events/s, embedding excluded);
@@ -11,8 +10,7 @@ the trust cache rescoring writes to):
    Edge (events/s of 2 + 3: embedding included);
 4. rescoring every current version of the copy with the clock three days on (every one due, its
    recency changed materially): the ``Rescorer`` as the worker's timer runs it, in runs of its
-   usual bound, until nothing is due — propagation to the vector payloads and the trust cache
-   included.
+   usual bound, until nothing is due — propagation to the vector payloads included.
 
 Prints the figures; nothing is asserted.
 """
@@ -130,12 +128,9 @@ async def _build_source(dsn: str, events: list[dict[str, Any]]) -> float:
 
 
 async def _rescore(settings: Settings, dsn: str, root: Path, dimension: int) -> tuple[int, ...]:
-    assert settings.redis_url is not None
     later = datetime.now(UTC) + timedelta(days=3)
     examined = changed = runs = 0
-    async with bootstrap.offline_rescorer(
-        dsn, settings.redis_url, root, dimension, lambda: later
-    ) as rescorer:
+    async with bootstrap.offline_rescorer(dsn, root, dimension, lambda: later) as rescorer:
         started = time.monotonic()
         while (report := await rescorer.run_once()).examined:
             examined, changed, runs = examined + report.examined, changed + report.changed, runs + 1

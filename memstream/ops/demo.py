@@ -45,10 +45,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstream.ops.demo_data import Event, Question, history, questions
+from memstream.ops.ingest_status import wait_for
 from memstream.ops.stack import EmbeddedStack, StackError, _die_with_parent
+from memstream.ops.up import prepare
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
+from memstream.streams.client import MemoryClient
 from memstream.streams.producer import EventProducer
 
 console = Console(highlight=False)
@@ -165,7 +168,6 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
 
 async def ask_all(settings: Settings, asked: Sequence[Question]) -> list[dict[str, Any]]:
     """Each question through MemoryClient, one after the other, as an agent would ask."""
-    from memstream.streams.client import MemoryClient
 
     assert settings.broker is not None
     async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
@@ -320,8 +322,6 @@ def demo(settings: Settings) -> int:
             f"{len(asked)} questions · data dir {data_dir}"
         )
         with phase("starting the stack: Tansu, PostgreSQL, Redis, Qdrant Edge"):
-            from memstream.ops.up import prepare
-
             resolved = stack.start()
             prepare(resolved)
         worker = Worker(resolved)
@@ -332,7 +332,6 @@ def demo(settings: Settings) -> int:
             baseline = PlainVectorSearch(events, model.embed_sync)
         with phase("memstream worker: loading the model, joining the broker"):
             worker.wait_ready(120)
-        from memstream.ops.ingest_status import wait_for
 
         waited = time.monotonic()
         status = wait_for(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memstream.ops.parts import Endpoints, StackError
+from memstream.services.ports import AdapterError
 from memstream.services.settings import Settings
 
 
@@ -47,18 +48,19 @@ def check_broker(bootstrap: str, timeout: float = 5.0) -> str:
 
 
 def check_postgres(dsn: str, timeout: float = 5.0) -> str:
-    import psycopg
+    # Imported here: `memstream publish` / `ask` reach this module through ops.stack and need
+    # no composition root at start-up.
+    from memstream.services.bootstrap import postgres_version
 
     try:
-        with psycopg.connect(dsn, connect_timeout=max(1, int(timeout))) as conn:
-            row = conn.execute("SHOW server_version").fetchone()
-    except psycopg.Error as exc:
+        version = postgres_version(dsn, timeout)
+    except AdapterError as exc:
         raise StackError(
             "postgres",
-            f"cannot connect to {redact(dsn)} ({str(exc).strip().splitlines()[0]})",
+            f"cannot connect to {redact(dsn)} ({exc})",
             "check MEMSTREAM_POSTGRES_DSN, or unset it to use the embedded PostgreSQL",
         ) from None
-    return f"ok (PostgreSQL {row[0] if row else '?'})"
+    return f"ok (PostgreSQL {version})"
 
 
 def check_redis(url: str, timeout: float = 5.0) -> str:

@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstream.schemas.codec import encode
-from memstream.schemas.records import event_key, event_record
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
 from memstream.services.handlers.ingest import BatchReport, Envelope
 from memstream.services.ports import Position, SilentSink
 from memstream.services.settings import Settings
+from memstream.streams.records import event_key, event_record
 
 
 class LocalMemstream:

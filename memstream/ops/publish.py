@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memstream.ops.stack import resolve_settings
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
@@ -96,8 +97,6 @@ def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
 def publish(
     settings: Settings, path: Path, *, topic: str | None, wait: bool, timeout: float
 ) -> int:
-    from memstream.ops.stack import resolve_settings
-
     if not path.is_file():
         err.print(f"memstream: publish: {path} is not a file")
         return 2
@@ -113,7 +112,8 @@ def publish(
     )
     if not wait:
         return 1 if outcome.rejected else 0
-    from memstream.ops.ingest_status import wait_for
+
+    from memstream.ops.ingest_status import wait_for  # --wait only: reads Postgres
 
     status = wait_for(settings, sorted(set(outcome.sent)), timeout=timeout, console=err)
     duplicates = outcome.repeated_in_file + len(before & set(outcome.sent))
@@ -134,7 +134,7 @@ def publish(
 
 
 def _already_ingested(settings: Settings, path: Path) -> set[tuple[str, str]]:
-    from memstream.ops.ingest_status import ingested_among
+    from memstream.ops.ingest_status import ingested_among  # --wait only: reads Postgres
 
     idents = {
         (item.tenant_id, item.event_id)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memstream.schemas import codec
 from memstream.services.adapters.embedding import (
@@ -20,21 +21,16 @@ from memstream.services.adapters.embedding import (
     BatchingEmbedder,
     SentenceTransformerEmbedder,
 )
-from memstream.services.adapters.kafka_reader import KafkaTopicReader
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
-from memstream.services.adapters.prometheus import PrometheusMetrics
-from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
-from memstream.services.adapters.redis_cache import RedisCache
+from memstream.services.adapters.postgres_status import Ident, PostgresStatus, server_version
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
 from memstream.services.handlers.rebuild import RebuildTools
 from memstream.services.handlers.rescore import Rescorer
-from memstream.services.handlers.respond import Responder
-from memstream.services.handlers.retrieve import Profile, Retriever, profile_from
 from memstream.services.ports import (
     AdapterError,
     Cache,
@@ -47,7 +43,19 @@ from memstream.services.ports import (
 )
 from memstream.services.settings import Settings
 
+if TYPE_CHECKING:
+    from memstream.services.adapters.prometheus import PrometheusMetrics
+    from memstream.services.adapters.redis_cache import RedisCache
+    from memstream.services.handlers.respond import Responder
+    from memstream.services.handlers.retrieve import Profile, Retriever
+
+# The vector stores, Redis, Prometheus, the broker reader and the query path are imported where
+# they are built (the worker's ``build``), so the one-shot commands (publish, ask, history,
+# audit, health) start light.
+
 log = logging.getLogger(__name__)
+
+__all__ = ["Container", "Ident", "PostgresStatus", "Stores", "build"]
 
 EMBED_BATCH_SIZE = BATCH_SIZE  # texts per model pass (the benches print it)
 
@@ -88,8 +96,7 @@ class Container:
         """Each part as this worker sees it (for /health)."""
         parts: dict[str, str] = {}
         try:
-            async with self.repo.pool.connection() as conn:
-                await conn.execute("SELECT 1")
+            await self.repo.ping()
             parts["postgres"] = "ok"
         except Exception as exc:
             parts["postgres"] = f"down: {exc}"
@@ -105,6 +112,8 @@ def build_index(settings: Settings, dimension: int) -> VectorIndex:
         from memstream.services.adapters.qdrant_server import QdrantServerIndex
 
         return QdrantServerIndex(AsyncQdrantClient(url=settings.qdrant_url), dimension)
+    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+
     return QdrantEdgeIndex(settings.vector_root, dimension)
 
 
@@ -136,6 +145,11 @@ async def build(
     embedder = embedder or await _load_embedder_async(settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
     index = build_index(settings, embedder.dimension)
+    from memstream.services.adapters.prometheus import PrometheusMetrics
+    from memstream.services.adapters.redis_cache import RedisCache
+    from memstream.services.handlers.respond import Responder
+    from memstream.services.handlers.retrieve import Profile, Retriever, profile_from
+
     metrics = PrometheusMetrics()
     indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
     indexer.start()
@@ -166,7 +180,7 @@ async def build(
             return Profile()
 
     rescorer = Rescorer(
-        rules, index, cache, sink.scored, clock, period=timedelta(seconds=settings.rescore_seconds)
+        rules, index, sink.scored, clock, period=timedelta(seconds=settings.rescore_seconds)
     )
     retriever = Retriever(
         PostgresMemoryQueries(repo.pool),
@@ -236,6 +250,8 @@ def model_dimension(settings: Settings) -> int:
 def copy_index(root: Path, dimension: int) -> VectorIndex:
     """Qdrant Edge shards under ``root``, writes not flushed one by one (a killed process
     loses nothing, the WAL is in the page cache; ``close`` flushes): rebuilds and benches."""
+    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+
     return QdrantEdgeIndex(root, dimension, flush_writes=False)
 
 
@@ -251,10 +267,22 @@ async def open_repository(dsn: str, max_size: int = 8) -> PostgresMemoryReposito
     return await PostgresMemoryRepository.connect(dsn, max_size=max_size)
 
 
+def event_status(dsn: str) -> PostgresStatus:
+    """Where published events stand (a context manager: one synchronous connection)."""
+    return PostgresStatus.connect(dsn)
+
+
+def postgres_version(dsn: str, timeout: float) -> str:
+    """The server's version; AdapterError when it cannot be reached (the health check)."""
+    return server_version(dsn, timeout)
+
+
 def rebuild_tools(settings: Settings, migrate: Callable[[str], object]) -> RebuildTools:
     """Everything ``memstream replay`` needs (``migrate``: the schema migrations runner)."""
 
     def topic_reader(broker: str, topic: str) -> TopicReader:
+        from memstream.services.adapters.kafka_reader import KafkaTopicReader
+
         return KafkaTopicReader(broker, topic)
 
     return RebuildTools(
@@ -273,21 +301,15 @@ def rebuild_tools(settings: Settings, migrate: Callable[[str], object]) -> Rebui
 
 @contextlib.asynccontextmanager
 async def offline_rescorer(
-    dsn: str,
-    redis_url: str,
-    root: Path,
-    dimension: int,
-    clock: Callable[[], datetime],
+    dsn: str, root: Path, dimension: int, clock: Callable[[], datetime]
 ) -> AsyncIterator[Rescorer]:
-    """A Rescorer over the database ``dsn``, Edge shards under ``root`` and the Redis trust
-    cache, announcing nothing (``bench replay``)."""
+    """A Rescorer over the database ``dsn`` and Edge shards under ``root``, announcing
+    nothing (``bench replay``)."""
     repo = await PostgresMemoryRepository.connect(dsn)
     index = copy_index(root, dimension)
-    cache = RedisCache.from_url(redis_url)
     try:
-        yield Rescorer(PostgresRules(repo.pool), index, cache, SilentSink().scored, clock)
+        yield Rescorer(PostgresRules(repo.pool), index, SilentSink().scored, clock)
     finally:
-        await cache.close()
         await index.close()
         await repo.close()
 
@@ -306,7 +328,11 @@ class Stores:
 @contextlib.asynccontextmanager
 async def stores(dsn: str, redis_url: str | None = None, *, pool: int = 1) -> AsyncIterator[Stores]:
     repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=pool)
-    cache = RedisCache.from_url(redis_url) if redis_url else None
+    cache = None
+    if redis_url:
+        from memstream.services.adapters.redis_cache import RedisCache
+
+        cache = RedisCache.from_url(redis_url)
     try:
         yield Stores(repo, PostgresRules(repo.pool), PostgresQueryLog(repo.pool), cache)
     finally:

@@ -6,6 +6,7 @@ Must not import any adapter nor any I/O library; only the domain and the stdlib.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 from memstream.services.domain.checksum import LedgerLine
 from memstream.services.domain.model import MemoryEvent, MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
+from memstream.services.domain.versioning import Placement
 
 
 class AdapterError(Exception):
@@ -138,16 +140,32 @@ class IndexTask:
     needs_vector: bool
 
 
+class MemoryWrite(Protocol):
+    """One memory's unit of work, its lock held (cosmicpython's ``allocate`` shape: the handler
+    decides with the domain, the repository stores). ``duplicate``: the ledger already holds
+    the event (a redelivery) and what it recorded then; nothing is to be saved."""
+
+    @property
+    def chain(self) -> Sequence[MemoryVersion]: ...
+
+    @property
+    def duplicate(self) -> Recorded | None: ...
+
+    async def save(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, placement: Placement
+    ) -> None:
+        """Ledger row + new version + derived changes, committed with the unit of work."""
+        ...
+
+
 class MemoryRepository(Protocol):
     """The ledger and the versions, in Postgres (the source of truth)."""
 
-    async def record(
-        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
-    ) -> Recorded:
-        """Ledger + new version + derived changes, in ONE transaction; idempotent on event_id.
+    def locked(self, event: MemoryEvent) -> AbstractAsyncContextManager[MemoryWrite]:
+        """A unit of work on ``event``'s memory: locked, its chain and the ledger's answer read.
 
-        Raises ``InvalidEvent`` for a permanent problem (e.g. RETRACT of an unknown memory),
-        ``TransientError`` when the database is unreachable.
+        A clean exit commits what ``save`` wrote; an exception rolls it back. Raises
+        ``TransientError`` when the database is unreachable, ``AdapterError`` otherwise.
         """
         ...
 
@@ -228,10 +246,6 @@ class Cache(Protocol):
     async def invalidate_tenant(self, tenant_id: str) -> None:
         """Every cached reply of the tenant becomes a miss (O(1), e.g. a generation bump)."""
         ...
-
-    async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
-
-    async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None: ...
 
     async def close(self) -> None: ...
 

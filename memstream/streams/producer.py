@@ -13,8 +13,8 @@ from typing import Any
 from confluent_kafka import Producer
 
 from memstream.schemas.codec import encode
-from memstream.schemas.records import event_key, event_record
 from memstream.services.domain.model import MemoryEvent
+from memstream.streams.records import event_key, event_record
 
 
 class EventProducer:

@@ -11,15 +11,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstream.schemas.codec import encode
-from memstream.schemas.records import (
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.domain.rescoring import TimeScores
+from memstream.services.ports import DeadLetter, OutboundReply, Recorded
+from memstream.streams.records import (
     dead_letter_record,
     message_key,
     score_record,
     versioned_record,
 )
-from memstream.services.domain.model import MemoryVersion
-from memstream.services.domain.rescoring import TimeScores
-from memstream.services.ports import DeadLetter, OutboundReply, Recorded
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ from memstream.ops.migrate import migrate
 from memstream.ops.stack import free_port
 from memstream.ops.topics import ensure_topics
 from memstream.schemas.codec import encode
-from memstream.schemas.records import event_key as message_key
-from memstream.schemas.records import event_record as to_record
 from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.domain.validation import validate_event
 from memstream.services.ports import VectorFilter
 from memstream.services.settings import Settings, Topics
+from memstream.streams.records import event_key as message_key
+from memstream.streams.records import event_record as to_record
 from tests.conftest import unique, with_schema
 from tests.e2e.processes import Process
 

@@ -15,8 +15,8 @@ from aiokafka import AIOKafkaConsumer
 
 from memstream.ops.stack import free_port
 from memstream.schemas.codec import decode, encode
-from memstream.schemas.records import event_record as to_record
 from memstream.services.domain.validation import validate_event
+from memstream.streams.records import event_record as to_record
 from tests.e2e.ingest_kit import (
     BASE,
     IngestSetup,

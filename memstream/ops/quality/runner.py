@@ -25,8 +25,13 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from memstream.ops.health import check_postgres, check_redis
+from memstream.ops.local import LocalMemstream
+from memstream.ops.migrate import migrate
 from memstream.ops.quality.baselines import TenantCorpus, build_corpora
+from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
 from memstream.ops.quality.suite import Question, Suite, doc_id
+from memstream.ops.quality.traps import trap_suite
 from memstream.ops.stack import EmbeddedStack
 from memstream.services import bootstrap
 from memstream.services.settings import Settings
@@ -109,8 +114,6 @@ class _StackWithoutBroker(EmbeddedStack):
     Kafka broker, which this run has none of)."""
 
     def check(self) -> dict[str, str]:
-        from memstream.ops.health import check_postgres, check_redis
-
         assert self.endpoints is not None
         return {
             "postgres": check_postgres(self.endpoints.postgres_dsn),
@@ -119,9 +122,6 @@ class _StackWithoutBroker(EmbeddedStack):
 
 
 def build_suites(options: Options, now: datetime) -> list[Suite]:
-    from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
-    from memstream.ops.quality.traps import trap_suite
-
     root = options.datasets or datasets_root()
     suites: list[Suite] = []
     if "traps" in options.suites:
@@ -222,8 +222,6 @@ async def run_suites(
     options: Options,
     console: Console,
 ) -> list[SuiteRun]:
-    from memstream.ops.local import LocalMemstream
-
     local = await LocalMemstream.start(settings, embedder=embedder)
     runs = []
     try:
@@ -264,7 +262,6 @@ async def run_suites(
 
 def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dict[str, float]]:
     """Build, embed, ingest and ask; returns the runs and the seconds each stage took."""
-    from memstream.ops.migrate import migrate
 
     stages: dict[str, float] = {}
     clock = time.perf_counter()

@@ -1,11 +1,12 @@
 """handle_ingest: raw memory-event messages → ledger + immutable versions, or dead letters.
 
-For each message, in order: decode, validate, record in one Postgres transaction (idempotent on
-event_id; transient database failures are retried until they pass, never dead-lettered), then
-hand the touched memories to the indexer. A message that can never be ingested goes to the
-dead-letter table and topic with a machine-readable reason and its original bytes. Nothing
-escapes ``handle_batch`` except cancellation: the agent loop that calls it must never ack a
-message that was not dealt with.
+For each message, in order: decode, validate, record in one unit of work (``record_event``: the
+repository locks the memory and reads its chain, ``place_event`` decides, the repository
+stores; idempotent on event_id; transient database failures are retried until they pass, never
+dead-lettered), then hand the touched memories to the indexer. A message that can never be
+ingested goes to the dead-letter table and topic with a machine-readable reason and its
+original bytes. Nothing escapes ``handle_batch`` except cancellation: the agent loop that
+calls it must never ack a message that was not dealt with.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
+from memstream.services.domain.versioning import place_event
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.retry import Backoff, retrying
 from memstream.services.ports import (
@@ -81,8 +83,18 @@ async def record_event(
     position: Position,
     recorded_at: datetime,
 ) -> Recorded:
-    """Record one valid event: ledger + new version + derived changes in one unit of work."""
-    return await repo.record(event, raw, position, recorded_at)
+    """Record one valid event: ledger + new version + derived changes in one unit of work.
+
+    The repository locks the memory and reads its chain; the domain decides where the event
+    goes (``place_event``; ``InvalidEvent`` rolls the unit back); the repository stores it.
+    Idempotent on event_id: a redelivery returns what was recorded then (``duplicate``).
+    """
+    async with repo.locked(event) as work:
+        if work.duplicate is not None:
+            return work.duplicate
+        placement = place_event(work.chain, event, recorded_at)
+        await work.save(event, raw, position, placement)
+    return Recorded(placement.version, placement.changed, placement.outcome, duplicate=False)
 
 
 class Ingestor:

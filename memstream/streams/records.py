@@ -3,7 +3,7 @@
 One place for every record memstream writes (``MemoryEvent``, ``MemoryVersioned``,
 ``ScoreChanged``, ``DeadLetter``) and for the message key (``tenant|memory_key``: one memory's
 events stay in one partition, in order). Used by the CLI, the demo, the benches and the sinks;
-``codec`` turns these records into bytes. Imports the domain and the ports' data classes only.
+``schemas.codec`` turns these records into bytes. Imports the domain and the ports only.
 """
 
 from __future__ import annotations
