@@ -93,10 +93,12 @@ def print_reply(reply: dict[str, Any]) -> None:
 
 
 async def _ask(
-    settings: Settings, requests: list[dict[str, Any]], timeout: float
+    settings: Settings, requests: list[dict[str, Any]], timeout: float, credential: str
 ) -> list[dict[str, Any]]:
     assert settings.broker is not None
-    async with MemoryClient(settings.broker, settings.topics, timeout=timeout) as client:
+    async with MemoryClient(
+        settings.broker, settings.topics, timeout=timeout, credential=credential
+    ) as client:
         return list(await asyncio.gather(*(client.send(r) for r in requests)))
 
 
@@ -105,8 +107,8 @@ def ask(settings: Settings, args: Any) -> int:
     if args.batch:
         requests = _read_batch(Path(args.batch))
     else:
-        if not args.query or not args.tenant:
-            err.print("memstream: ask: give a QUERY and --tenant, or --batch FILE.jsonl")
+        if not args.query:
+            err.print("memstream: ask: give a QUERY, or --batch FILE.jsonl")
             return 2
         window = None
         if args.window:
@@ -114,7 +116,7 @@ def ask(settings: Settings, args: Any) -> int:
             window = {"from": start, "to": end}
         requests = [
             {
-                "tenant_id": args.tenant,
+                "tenant_id": args.tenant or "",  # the credential's tenant when empty
                 "query": args.query,
                 "user_id": args.user,
                 "anchors": [],
@@ -125,9 +127,12 @@ def ask(settings: Settings, args: Any) -> int:
                 "force": args.force,
             }
         ]
+    from memstream.ops.identity import CredentialsMissing, credential_for
+
     try:
-        replies = asyncio.run(_ask(settings, requests, args.timeout))
-    except MemoryClientError as exc:
+        credential = credential_for(settings, "agent", args.key, args.tenant)
+        replies = asyncio.run(_ask(settings, requests, args.timeout, credential))
+    except (MemoryClientError, CredentialsMissing) as exc:
         err.print(f"memstream: ask: {exc}", markup=False)
         return 1
     for reply in replies:

@@ -12,6 +12,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memstream.ops.identity import provision_local
+from memstream.ops.publish import Signers
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
 from memstream.streams.producer import EventProducer
@@ -89,7 +91,12 @@ def start_worker(settings: Settings) -> subprocess.Popen[str]:
 
 def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
     """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
-    producer = EventProducer(settings.broker or "")
+    sources: dict[str, set[str]] = {}
+    for raw in raws:
+        sources.setdefault(str(raw["tenant_id"]), set()).add(str(raw["source_system"]))
+    provision_local(settings, {t: sorted(s) for t, s in sources.items()})
+    signers = Signers(settings)  # the worker verifies every event: signed like `publish`
+    producer = EventProducer(settings.broker or "", signers.headers)
     now = datetime.now(UTC)
     for raw in raws:
         producer.send(settings.topics.events, validate_event(raw, now))

@@ -61,7 +61,10 @@ async def _ask_all(
 ) -> tuple[list[float], list[dict[str, Any]]]:
     assert settings.broker is not None
     times, replies = [], []
-    async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
+    from memstream.ops.identity import credential_for
+
+    key = credential_for(settings, "agent", tenant=tenant)
+    async with MemoryClient(settings.broker, settings.topics, timeout=30, credential=key) as client:
         await client.retrieve("warm-up", tenant, force=True)
         for text in texts:
             started = time.perf_counter()
@@ -85,6 +88,75 @@ async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[floa
             times.append((time.perf_counter() - started) * 1000)
     finally:
         await index.close()
+    return times
+
+
+async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
+    """What identity costs one request, both sides: the client seals and signs, the worker's
+    guard verifies (real credential store, real nonce store) and opens, seals the reply, the
+    client opens it."""
+    from memstream.ops.identity import credential_for
+    from memstream.schemas import codec, envelope
+    from memstream.services import bootstrap
+    from memstream.services.handlers.guard import Guard, Opened
+    from memstream.services.ports import Position
+
+    assert settings.postgres_dsn is not None and settings.redis_url is not None
+    credential = envelope.Credential.parse(credential_for(settings, "agent", tenant=tenant))
+    signer = credential.signer()
+    store = await bootstrap.credential_store(settings, bootstrap.utcnow)
+    nonces = bootstrap.nonce_store(settings.redis_url)
+    replies = settings.topics.replies
+    guard = Guard(
+        store,
+        nonces,
+        bootstrap.service_key(settings),
+        {replies: settings.topics.reply_partitions},
+        replies,
+        lambda data: codec.decode("RetrievalRequest", data),
+        bootstrap.utcnow,
+    )
+    reply = codec.encode(
+        "RetrievalReply",
+        {"request_id": "x", "status": "ok", "gate": {"decision": "forced", "reason": "r"},
+         "results": [], "latency_ms": {}, "error": None, "served_at": bootstrap.utcnow()},
+    )  # fmt: skip
+    times = []
+    try:
+        for n in range(count + 1):
+            started = time.perf_counter()
+            rid = uuid.uuid4().hex
+            plain = codec.encode(
+                "RetrievalRequest",
+                {"request_id": rid, "tenant_id": tenant, "query": QUESTIONS[0], "user_id": None,
+                 "anchors": [], "context": {"active_task": None, "active_entities": [],
+                 "time_window": None}, "as_of": None, "known_at": None, "limit": 10,
+                 "force": True, "reply_to": replies, "reply_partition": 0, "deadline_ms": None},
+            )  # fmt: skip
+            mine, keys = envelope.client_session(credential.service_public)
+            value = envelope.seal(keys.request, plain, envelope.REQUEST_AAD)
+            mine_text = envelope.b64(mine)
+            token = envelope.sign(
+                credential, signer, "request", value, rid, int(time.time() * 1000) + 60_000,
+                envelope.request_binding(mine_text.encode(), replies, "0"),
+            )  # fmt: skip
+            headers = {
+                "correlation_id": rid.encode(),
+                "reply_to": replies.encode(),
+                "reply_partition": b"0",
+                envelope.AUTH_HEADER: token.encode(),
+                envelope.REPLY_KEY_HEADER: mine_text.encode(),
+            }
+            opened = await guard.open_request(value, headers, Position("bench", 0, n))
+            if not isinstance(opened, Opened):
+                raise RuntimeError(f"the guard refused an honest request: {opened}")
+            sealed = guard.seal_reply(opened.keys, rid, reply)
+            envelope.open_sealed(keys.reply, sealed, envelope.reply_aad(rid))
+            if n:  # the first one warms the key cache
+                times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await nonces.close()
+        await store.close()
     return times
 
 
@@ -138,6 +210,7 @@ def bench_query(memories: int, count: int) -> dict[str, Any]:
         figures["cache_hits"] = sum(1 for r in cached_replies if r["latency_ms"].get("cache_hit"))
         figures["stages"] = {k: statistics.median(v) for k, v in stages.items()}
         figures["alone"] = percentiles(asyncio.run(_alone(resolved, tenant, texts)))
+        figures["security"] = percentiles(asyncio.run(_security(resolved, tenant, count)))
     finally:
         stack.stop()
         import shutil
@@ -158,6 +231,7 @@ def print_query(figures: dict[str, Any]) -> None:
         ("end to end, uncached (send → reply)", "uncached"),
         ("end to end, repeated request (reply cache)", "cached"),
         ("embed query + one vector search, alone", "alone"),
+        ("identity: sign + seal, verify + open, seal + open reply", "security"),
     ):
         p50, p95, p99 = figures[key]
         table.add_row(name, f"{p50:.1f}", f"{p95:.1f}", f"{p99:.1f}")

@@ -45,13 +45,14 @@ def _parser() -> argparse.ArgumentParser:
         help="return only when every event is ingested or dead-lettered",
     )
     publish.add_argument("--topic", help="topic to publish to (default: the events topic)")
+    publish.add_argument("--key", help="producer credential (default MEMSTREAM_KEY / data dir)")
     publish.add_argument(
         "--timeout", type=float, default=900.0, help="seconds --wait waits at most (default 900)"
     )
 
     ask = sub.add_parser("ask", help="ask memstream a question (or a batch) over Kafka")
     ask.add_argument("query", nargs="?", help="the question, as an agent would ask it")
-    ask.add_argument("--tenant", help="tenant id (required unless --batch)")
+    ask.add_argument("--tenant", help="tenant id (default: the credential's)")
     ask.add_argument("--user", help="the user / customer the question is about")
     ask.add_argument("--as-of", dest="as_of", help="valid time: what was true then (ISO)")
     ask.add_argument("--known-at", dest="known_at", help="transaction time (ISO)")
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the reply as JSON")
     ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
+    ask.add_argument("--key", help="agent credential (default MEMSTREAM_KEY / data dir)")
 
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
@@ -172,6 +174,10 @@ def _parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
+    from memstream.ops.identity import add_parsers as identity_parsers
+
+    identity_parsers(sub)  # tenants, keys
+
     history = sub.add_parser("history", help="the version chain of one memory")
     history.add_argument("memory_key")
     history.add_argument("--tenant", required=True)
@@ -221,7 +227,14 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "publish":
         from memstream.ops.publish import publish
 
-        return publish(settings, args.file, topic=args.topic, wait=args.wait, timeout=args.timeout)
+        return publish(
+            settings,
+            args.file,
+            topic=args.topic,
+            wait=args.wait,
+            timeout=args.timeout,
+            key=args.key,
+        )
     if args.command == "ask":
         from memstream.ops.ask import ask
 
@@ -252,6 +265,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command in ("tenants", "keys"):
+        from memstream.ops.identity import run as identity
+
+        return identity(settings, args)
     if args.command == "replay":
         from memstream.ops.replay import options_from, replay
 

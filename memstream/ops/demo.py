@@ -45,7 +45,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstream.ops.demo_data import Event, Question, history, questions
+from memstream.ops.identity import credential_for, provision, write_credentials
 from memstream.ops.ingest_status import wait_for
+from memstream.ops.publish import Signers
 from memstream.ops.stack import EmbeddedStack, StackError, _die_with_parent
 from memstream.ops.up import prepare
 from memstream.services import bootstrap
@@ -149,7 +151,8 @@ class PlainVectorSearch:
 def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]]:
     """Every event to the events topic, keyed tenant|memory_key, as ``memstream publish``."""
     assert settings.broker is not None
-    producer = EventProducer(settings.broker)
+    signers = Signers(settings)  # each tenant's producer key, from the data dir
+    producer = EventProducer(settings.broker, signers.headers)
 
     now = datetime.now(UTC)
     columns = (TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -168,15 +171,23 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
 
 async def ask_all(settings: Settings, asked: Sequence[Question]) -> list[dict[str, Any]]:
     """Each question through MemoryClient, one after the other, as an agent would ask."""
-
     assert settings.broker is not None
-    async with MemoryClient(settings.broker, settings.topics, timeout=30) as client:
+    clients: dict[str, MemoryClient] = {}
+    try:
+        for tenant in dict.fromkeys(q.tenant for q in asked):  # each tenant's own agent key
+            key = credential_for(settings, "agent", tenant=tenant)
+            clients[tenant] = await MemoryClient(
+                settings.broker, settings.topics, timeout=30, credential=key
+            ).start()
         return [
-            await client.retrieve(
+            await clients[q.tenant].retrieve(
                 q.query, q.tenant, user=q.user, as_of=q.as_of, window=q.window, limit=5
             )
             for q in asked
         ]
+    finally:
+        for client in clients.values():
+            await client.stop()
 
 
 def judge(q: Question, reply: dict[str, Any], owned: set[tuple[str, str]]) -> str | None:
@@ -311,7 +322,7 @@ def demo(settings: Settings) -> int:
     suffix = f"-{uuid.uuid4().hex[:6]}" if external else ""
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-demo-"))
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user and must traverse it
-    settings = dataclasses.replace(settings, data_dir=data_dir, vector_dir=None)
+    settings = dataclasses.replace(settings, data_dir=data_dir, vector_dir=None, key=None)
     stack = EmbeddedStack(settings, write_runtime=False)
     worker: Worker | None = None
     try:
@@ -324,6 +335,11 @@ def demo(settings: Settings) -> int:
         with phase("starting the stack: Tansu, PostgreSQL, Redis, Qdrant Edge"):
             resolved = stack.start()
             prepare(resolved)
+            sources: dict[str, set[str]] = {}
+            for event in events:
+                sources.setdefault(event["tenant_id"], set()).add(event["source_system"])
+            issued = asyncio.run(provision(resolved, {t: sorted(s) for t, s in sources.items()}))
+            write_credentials(resolved, issued)
         worker = Worker(resolved)
         idents = publish(resolved, events)
         console.print(f"[green]✓[/] published {len(idents)} events to {resolved.topics.events}")

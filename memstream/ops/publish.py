@@ -10,6 +10,7 @@ indexed) or dead-lettered, and prints the counts.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memstream.ops.stack import resolve_settings
+from memstream.schemas.envelope import EnvelopeError, EventSigner
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
@@ -56,10 +58,30 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
                 yield number, f"{exc.reason}: {exc.detail}"
 
 
-def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
+class Signers:
+    """The producer credential of each tenant: the one given (``--key`` / MEMSTREAM_KEY), else
+    that tenant's from the data dir's credentials.json."""
+
+    def __init__(self, settings: Settings, key: str | None = None) -> None:
+        self._settings = settings
+        self._key = key
+        self._signers: dict[str, EventSigner] = {}
+
+    def headers(self, tenant: str, value: bytes, event_id: str) -> list[tuple[str, bytes]]:
+        from memstream.ops.identity import credential_for
+
+        signer = self._signers.get(tenant)
+        if signer is None:
+            signer = EventSigner(credential_for(self._settings, "producer", self._key, tenant))
+            self._signers[tenant] = signer
+        return signer.headers(value, event_id, int(time.time() * 1000))
+
+
+def send_file(settings: Settings, path: Path, topic: str, key: str | None = None) -> Outcome:
     assert settings.broker is not None
+    signers = Signers(settings, key)
     lines = sum(1 for _ in path.open(encoding="utf-8"))
-    producer = EventProducer(settings.broker)
+    producer = EventProducer(settings.broker, signers.headers)
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
 
@@ -95,15 +117,27 @@ def send_file(settings: Settings, path: Path, topic: str) -> Outcome:
 
 
 def publish(
-    settings: Settings, path: Path, *, topic: str | None, wait: bool, timeout: float
+    settings: Settings,
+    path: Path,
+    *,
+    topic: str | None,
+    wait: bool,
+    timeout: float,
+    key: str | None = None,
 ) -> int:
+    from memstream.ops.identity import CredentialsMissing
+
     if not path.is_file():
         err.print(f"memstream: publish: {path} is not a file")
         return 2
     settings = resolve_settings(settings)
     topic = topic or settings.topics.events
     before = _already_ingested(settings, path) if wait else set()
-    outcome = send_file(settings, path, topic)
+    try:
+        outcome = send_file(settings, path, topic, key)
+    except (CredentialsMissing, EnvelopeError) as exc:
+        err.print(f"memstream: publish: {exc}", markup=False)
+        return 2
     for number, why in outcome.rejected:
         err.print(f"{path}:{number}: not sent: {why}", markup=False)
     out.print(

@@ -1,6 +1,7 @@
 """``memstream replay``: rebuild derived state from the Postgres ledger, and verify it.
 
-(``--from-topic`` reads the events topic by explicit offset ranges instead: ``ops.replay_topic``.)
+(``--from-topic`` reads the events topic by explicit offset ranges instead:
+``services.handlers.rebuild_topic``.)
 
 Postgres (``event_ledger`` + ``memory_versions``) is the source of truth; this module rebuilds
 what derives from it and checks the result. This module is the entry point: it validates the

@@ -85,6 +85,10 @@ def up(settings: Settings) -> int:
         console.print(f"starting memstream on data dir {settings.data_dir} …")
         resolved = stack.start()
         prepare(resolved)
+        from memstream.ops.identity import ensure_dev_credentials
+
+        written = ensure_dev_credentials(resolved)
+        console.print(f"development tenant's credentials: {written} (0600)")
         assert stack.endpoints is not None
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # the Faust worker installs its own

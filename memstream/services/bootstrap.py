@@ -9,13 +9,16 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstream.schemas import codec
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from memstream.schemas import codec, envelope
 from memstream.services.adapters.embedding import (
     BATCH_SIZE,
     BatchingEmbedder,
@@ -23,10 +26,15 @@ from memstream.services.adapters.embedding import (
 )
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
+from memstream.services.adapters.postgres_credentials import (
+    CredentialError,
+    PostgresCredentialStore,
+)
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.postgres_status import Ident, PostgresStatus, server_version
+from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
 from memstream.services.handlers.rebuild import RebuildTools
@@ -46,6 +54,7 @@ from memstream.services.settings import Settings
 if TYPE_CHECKING:
     from memstream.services.adapters.prometheus import PrometheusMetrics
     from memstream.services.adapters.redis_cache import RedisCache
+    from memstream.services.adapters.redis_nonces import RedisNonceStore
     from memstream.services.handlers.respond import Responder
     from memstream.services.handlers.retrieve import Profile, Retriever
 
@@ -55,7 +64,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Container", "Ident", "PostgresStatus", "Stores", "build"]
+__all__ = [
+    "Container",
+    "CredentialError",
+    "Ident",
+    "PostgresCredentialStore",
+    "PostgresStatus",
+    "Stores",
+    "build",
+]
 
 EMBED_BATCH_SIZE = BATCH_SIZE  # texts per model pass (the benches print it)
 
@@ -78,9 +95,14 @@ class Container:
     metrics: PrometheusMetrics
     rules: PostgresRules
     rescorer: Rescorer
+    guard: Guard | None = None
+    nonces: RedisNonceStore | None = None
 
     async def close(self) -> None:
         await self.indexer.stop()
+        if self.nonces is not None:
+            with contextlib.suppress(Exception):
+                await self.nonces.close()
         with contextlib.suppress(Exception):
             await self.index.close()
         with contextlib.suppress(Exception):
@@ -115,6 +137,39 @@ def build_index(settings: Settings, dimension: int) -> VectorIndex:
     from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 
     return QdrantEdgeIndex(settings.vector_root, dimension)
+
+
+def service_key(settings: Settings) -> X25519PrivateKey:
+    """The worker's X25519 key that seals replies: read from its file, made there (0600) the
+    first time. Every worker of a deployment must share it (clients know its public half)."""
+    path = settings.service_key_path
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = envelope.service_key_bytes(X25519PrivateKey.generate())
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it meanwhile: use theirs
+            pass
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(fresh)
+    return envelope.load_service_key(path.read_bytes())
+
+
+async def credential_store(
+    settings: Settings, clock: Callable[[], datetime] = utcnow
+) -> PostgresCredentialStore:
+    """The CredentialStore on its own pool (the HTTP gateway, the CLI); ``close()`` it."""
+    if settings.postgres_dsn is None:
+        raise ValueError("credential_store() needs resolved settings: postgres_dsn is unset")
+    return await PostgresCredentialStore.connect(settings.postgres_dsn, clock)
+
+
+def nonce_store(redis_url: str) -> RedisNonceStore:
+    """The NonceStore on Redis (the query bench's identity figures); ``close()`` it."""
+    from memstream.services.adapters.redis_nonces import RedisNonceStore
+
+    return RedisNonceStore.from_url(redis_url)
 
 
 def resolve_model_path(settings: Settings) -> Path:
@@ -153,7 +208,6 @@ async def build(
     metrics = PrometheusMetrics()
     indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
     indexer.start()
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics)
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
     metrics.watch_cache(
@@ -192,6 +246,25 @@ async def build(
         decode_reply=lambda data: codec.decode("RetrievalReply", data),
         profiles=profiles,
     )
+    guard = nonces = None
+    # What arrives from the broker is verified; in-process callers (no reply sink: local
+    # benchmarks, replay) are trusted code that feeds the handlers directly. Requests are
+    # always verified (every client signs and seals); MEMSTREAM_AUTH=off spares events only.
+    if reply_sink is not None:
+        from memstream.services.adapters.redis_nonces import RedisNonceStore
+
+        nonces = RedisNonceStore.from_url(settings.redis_url)
+        guard = Guard(
+            PostgresCredentialStore(repo.pool, clock),
+            nonces,
+            service_key(settings),
+            {settings.topics.replies: settings.topics.reply_partitions},
+            settings.topics.replies,
+            lambda data: codec.decode("RetrievalRequest", data),
+            clock,
+        )
+    event_guard = guard if settings.auth == "required" else None
+    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=event_guard)
     responder = None
     if reply_sink is not None:
         responder = Responder(
@@ -202,6 +275,7 @@ async def build(
             clock,
             PostgresQueryLog(repo.pool),
             metrics,
+            guard,
         )
     return Container(
         settings,
@@ -216,6 +290,8 @@ async def build(
         metrics,
         rules,
         rescorer,
+        guard,
+        nonces,
     )
 
 

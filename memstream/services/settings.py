@@ -121,6 +121,23 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "fetch_wait_active_ms",
         "the same while retrieval requests flow (30 s after the last one; default 2)",
     ),
+    (
+        "MEMSTREAM_KEY",
+        "key",
+        "the credential clients (ask, publish, MemoryClient) use (default: the data dir's "
+        "credentials.json written by `memstream up`)",
+    ),
+    (
+        "MEMSTREAM_AUTH",
+        "auth",
+        "worker: `required` (default) verifies every event's producer key; `off` accepts "
+        "unsigned events (a migration of producers only; requests are always verified)",
+    ),
+    (
+        "MEMSTREAM_SERVICE_KEY_FILE",
+        "service_key_file",
+        "the worker's X25519 key that seals replies (default DATA_DIR/service.key, made once)",
+    ),
 )
 
 
@@ -141,6 +158,9 @@ class Settings:
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     embed_threads: int = 0
+    key: str | None = None
+    auth: str = "required"
+    service_key_file: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -167,6 +187,10 @@ class Settings:
             raise SettingsError(
                 f"MEMSTREAM_LOG_LEVEL={level!r}: use crit, error, warn, info or debug"
             )
+        auth = (get("MEMSTREAM_AUTH") or "required").lower()
+        if auth not in {"required", "off"}:
+            raise SettingsError(f"MEMSTREAM_AUTH={auth!r}: use required or off")
+        service_key_file = get("MEMSTREAM_SERVICE_KEY_FILE")
         vector_dir = get("MEMSTREAM_VECTOR_DIR")
         model_path = get("MEMSTREAM_MODEL_PATH")
         return cls(
@@ -189,6 +213,9 @@ class Settings:
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 1, 1_500),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
             log_level=level,
+            key=get("MEMSTREAM_KEY"),
+            auth=auth,
+            service_key_file=Path(service_key_file).expanduser() if service_key_file else None,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -205,6 +232,7 @@ class Settings:
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
+            "MEMSTREAM_AUTH": self.auth,
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,
@@ -213,9 +241,21 @@ class Settings:
             "MEMSTREAM_QDRANT_URL": self.qdrant_url,
             "MEMSTREAM_VECTOR_DIR": str(self.vector_dir) if self.vector_dir else None,
             "MEMSTREAM_MODEL_PATH": str(self.model_path) if self.model_path else None,
+            "MEMSTREAM_KEY": self.key,
+            "MEMSTREAM_SERVICE_KEY_FILE": (
+                str(self.service_key_file) if self.service_key_file else None
+            ),
         }
         values.update({k: v for k, v in optional.items() if v is not None})
         return values
+
+    @property
+    def service_key_path(self) -> Path:
+        return self.service_key_file or self.data_dir / "service.key"
+
+    @property
+    def credentials_path(self) -> Path:
+        return self.data_dir / "credentials.json"
 
     @property
     def vector_root(self) -> Path:

@@ -58,6 +58,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                             e.message.value,
                             Position(e.message.topic, e.message.partition, e.message.offset),
                             published_at=epoch_moment(e.message.timestamp),
+                            headers=_headers(e.message.headers),
                         )
                         for e in events
                     ]

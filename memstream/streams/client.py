@@ -5,6 +5,11 @@ consumer group, so it starts at once); requests carry ``correlation_id``, ``repl
 ``reply_partition`` and ``deadline_ms`` in headers and record; replies resolve futures by
 correlation id; a reply that arrives after its request timed out is dropped. Not built on
 Faust's ``agent.ask()`` (no timeout, a new reply topic per start, 3 s before the first fetch).
+
+Every request is signed with the client's credential (argument, or ``MEMSTREAM_KEY``) and sealed
+to the service's public key with a fresh X25519 key; the reply must open with that request's
+session key, so a reply forged by anyone who reads the topics is rejected and counted
+(``forged_replies``). See ``memstream.schemas.envelope``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import time
 import uuid
@@ -21,13 +27,14 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from memstream.schemas import codec
+from memstream.schemas import codec, envelope
 from memstream.services.settings import Topics
 
 log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
 PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
+TOKEN_LIFETIME_MS = 600_000  # a request token is good this long at most (the service caps it)
 
 
 class MemoryClientError(Exception):
@@ -61,7 +68,11 @@ class MemoryClient:
         *,
         reply_partition: int | None = None,
         timeout: float = 10.0,
+        credential: str | None = None,
     ) -> None:
+        self._credential_text = credential
+        self._credential: envelope.Credential | None = None
+        self._signer: Any = None
         self._bootstrap = bootstrap
         self._topics = topics or Topics()
         self._partition = (
@@ -71,12 +82,24 @@ class MemoryClient:
         )
         self._timeout = timeout
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._sessions: dict[str, envelope.SessionKeys] = {}
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._reader: asyncio.Task[None] | None = None
         self.late_replies = 0
+        self.forged_replies = 0
 
     async def start(self) -> MemoryClient:
+        text = self._credential_text or os.environ.get("MEMSTREAM_KEY", "").strip()
+        if not text:
+            raise MemoryClientError(
+                "no credential: pass credential=… or set MEMSTREAM_KEY (memstream keys create)"
+            )
+        try:
+            self._credential = envelope.Credential.parse(text)
+        except envelope.EnvelopeError as exc:
+            raise MemoryClientError(f"the credential is unusable: {exc}") from None
+        self._signer = self._credential.signer()
         self._producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, linger_ms=0, acks=1)
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
@@ -127,26 +150,32 @@ class MemoryClient:
             batches = await self._consumer.getmany(timeout_ms=200)
             for messages in batches.values():
                 for message in messages:
-                    self._deliver(message.value)
+                    self._deliver(message.key, message.value)
 
-    def _deliver(self, value: bytes | None) -> None:
-        if value is None:
-            return
-        try:
-            reply = codec.decode("RetrievalReply", value)
-        except codec.CodecError as exc:
-            log.warning("undecodable reply dropped: %s", exc)
-            return
-        future = self._pending.pop(reply["request_id"], None)
-        if future is None or future.done():
+    def _deliver(self, key: bytes | None, value: bytes | None) -> None:
+        request_id = (key or b"").decode("utf-8", "replace")
+        future = self._pending.get(request_id)
+        keys = self._sessions.get(request_id)
+        if future is None or keys is None or future.done():
             self.late_replies += 1  # another client's, or ours after it timed out
             return
+        try:
+            body = envelope.open_sealed(keys.reply, value or b"", envelope.reply_aad(request_id))
+            reply = codec.decode("RetrievalReply", body)
+        except (envelope.EnvelopeError, codec.CodecError) as exc:
+            self.forged_replies += 1  # not sealed by the service for this request: ignored
+            log.warning("reply to %s rejected (not from the service): %s", request_id, exc)
+            return
+        if reply.get("request_id") != request_id:
+            self.forged_replies += 1
+            return
+        self._pending.pop(request_id, None)
         future.set_result(reply)
 
     async def retrieve(
         self,
         query: str,
-        tenant: str,
+        tenant: str | None = None,
         *,
         user: str | None = None,
         anchors: Sequence[Any] = (),
@@ -163,7 +192,7 @@ class MemoryClient:
         """Send one RetrievalRequest and wait for its reply (RetrievalTimeout otherwise)."""
         record = {
             "request_id": request_id or uuid.uuid4().hex,
-            "tenant_id": tenant,
+            "tenant_id": tenant or "",  # the credential's tenant when empty
             "query": query,
             "user_id": user,
             "anchors": _anchors(anchors),
@@ -181,7 +210,7 @@ class MemoryClient:
 
     async def send(self, record: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         """Send a request record as is (missing addressing filled in) and await the reply."""
-        if self._producer is None:
+        if self._producer is None or self._credential is None:
             raise MemoryClientError("the client is not started: use `async with MemoryClient(…)`")
         seconds = timeout if timeout is not None else self._timeout
         request_id = str(record.get("request_id") or uuid.uuid4().hex)
@@ -194,30 +223,45 @@ class MemoryClient:
             "deadline_ms": deadline_ms,
         }
         try:
-            value = codec.encode("RetrievalRequest", record)
+            plain = codec.encode("RetrievalRequest", record)
         except codec.CodecError as exc:
             raise MemoryClientError(
                 f"request {request_id} is not a RetrievalRequest: {exc}"
             ) from exc
+        reply_key, keys = envelope.client_session(self._credential.service_public)
+        value = envelope.seal(keys.request, plain, envelope.REQUEST_AAD)
+        reply_key_text = envelope.b64(reply_key)
+        partition = str(self._partition)
+        token = envelope.sign(
+            self._credential,
+            self._signer,
+            "request",
+            value,
+            request_id,
+            min(deadline_ms, int(time.time() * 1000) + TOKEN_LIFETIME_MS),
+            envelope.request_binding(reply_key_text.encode(), self._topics.replies, partition),
+        )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        self._sessions[request_id] = keys
         self._pace()
         headers = [
             ("correlation_id", request_id.encode()),
             ("reply_to", self._topics.replies.encode()),
-            ("reply_partition", str(self._partition).encode()),
+            ("reply_partition", partition.encode()),
             ("deadline_ms", str(deadline_ms).encode()),
+            (envelope.AUTH_HEADER, token.encode()),
+            (envelope.REPLY_KEY_HEADER, reply_key_text.encode()),
         ]
         try:
+            # Keyed by the random request id: the tenant is not written in clear.
             await self._producer.send_and_wait(
-                self._topics.requests,
-                value=value,
-                key=str(record.get("tenant_id", "")).encode(),
-                headers=headers,
+                self._topics.requests, value=value, key=request_id.encode(), headers=headers
             )
             return await asyncio.wait_for(asyncio.shield(future), seconds)
         except TimeoutError:
             raise RetrievalTimeout(request_id, seconds) from None
         finally:
             self._pending.pop(request_id, None)
+            self._sessions.pop(request_id, None)
             self._pace()

@@ -1,13 +1,15 @@
 """EventProducer: MemoryEvents to the broker with the idempotent librdkafka producer.
 
 The one produce / poll / flush loop (``memstream publish``, the demo, the benches): each event
-encoded as its Avro record (``schemas.records``), keyed ``tenant|memory_key``, acks from every
+encoded as its Avro record (``streams.records``), keyed ``tenant|memory_key``, signed by the
+``headers`` callback when one is given, acks from every
 replica, a full local queue drained rather than failed. ``finish`` waits for the broker and
 says how many events it did not take. Needs only confluent-kafka (the client install).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Producer
@@ -16,9 +18,13 @@ from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryEvent
 from memstream.streams.records import event_key, event_record
 
+# (tenant_id, encoded value, event_id) → the record's headers (the producer's signed token).
+Headers = Callable[[str, bytes, str], Sequence[tuple[str, bytes]]]
+
 
 class EventProducer:
-    def __init__(self, broker: str) -> None:
+    def __init__(self, broker: str, headers: Headers | None = None) -> None:
+        self._headers = headers
         self._producer = Producer(
             {
                 "bootstrap.servers": broker,
@@ -36,10 +42,17 @@ class EventProducer:
 
     def send(self, topic: str, event: MemoryEvent) -> None:
         value = encode("MemoryEvent", event_record(event))
+        headers: list[tuple[str, str | bytes | None]] | None = None
+        if self._headers is not None:
+            headers = list(self._headers(event.tenant_id, value, event.event_id))
         while True:
             try:
                 self._producer.produce(
-                    topic, key=event_key(event), value=value, on_delivery=self._delivered
+                    topic,
+                    key=event_key(event),
+                    value=value,
+                    headers=headers,
+                    on_delivery=self._delivered,
                 )
                 break
             except BufferError:  # the local queue is full: let deliveries drain it

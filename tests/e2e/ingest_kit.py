@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from memstream.streams.records import event_key as message_key
 from memstream.streams.records import event_record as to_record
 from tests.conftest import unique, with_schema
 from tests.e2e.processes import Process
+from tests.identity_kit import Keyring
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -51,7 +53,14 @@ def encoded(raw: Mapping[str, Any]) -> tuple[bytes, bytes]:
     return message_key(valid), encode("MemoryEvent", to_record(valid))
 
 
-def produce(broker: str, topic: str, messages: Iterable[tuple[bytes | None, bytes]]) -> int:
+def produce(
+    broker: str,
+    topic: str,
+    messages: Iterable[tuple[bytes | None, bytes]],
+    keyring: Keyring | None = None,
+) -> int:
+    """Publish ``messages``, each signed with its tenant's producer key when a keyring is
+    given (the worker refuses unsigned events)."""
     producer = Producer(
         {"bootstrap.servers": broker, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
     )
@@ -59,7 +68,8 @@ def produce(broker: str, topic: str, messages: Iterable[tuple[bytes | None, byte
     for key, value in messages:
         while True:
             try:
-                producer.produce(topic, key=key, value=value)
+                headers = keyring.event_headers(value) if keyring is not None else None
+                producer.produce(topic, key=key, value=value, headers=headers)
                 break
             except BufferError:
                 producer.poll(0.1)
@@ -94,6 +104,14 @@ class IngestSetup:
     @property
     def settings(self) -> Settings:
         return Settings(postgres_dsn=self.dsn)
+
+    @functools.cached_property
+    def keyring(self) -> Keyring:
+        """Keys in this schema, for the worker's service key (this data dir's)."""
+        return Keyring(self.dsn, self.data_dir)
+
+    def produce(self, messages: Iterable[tuple[bytes | None, bytes]]) -> int:
+        return produce(self.broker, self.topics.events, messages, self.keyring)
 
     def worker(self, **overrides: str) -> Process:
         process = Process(["worker"], self.env(**overrides))

@@ -50,6 +50,14 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert health["status"] == "ok"
         assert health["parts"]["postgres"] == "ok"
         # A user's session against it: publish, ask, audit — found through the data dir.
+        # `up` wrote the development tenant's keys, readable by their owner only.
+        credentials = data_dir / "credentials.json"
+        assert credentials.stat().st_mode & 0o777 == 0o600
+        assert set(json.loads(credentials.read_text())["tenants"]["dev"]) == {
+            "agent",
+            "producer",
+            "admin",
+        }
         env = {"MEMSTREAM_DATA_DIR": str(data_dir)}
         events = data_dir / "events.jsonl"
         events.write_text(
@@ -57,7 +65,7 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
                 json.dumps(
                     {
                         "event_id": f"e{i}",
-                        "tenant_id": "acme",
+                        "tenant_id": "dev",
                         "memory_key": "spec:X1",
                         "entity_type": "product",
                         "entity_id": "X1",
@@ -74,7 +82,8 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         published = run_cli(["publish", str(events), "--wait", "--timeout", "120"], env)
         assert "ingested 2 · duplicates 0 · dead-lettered 0" in published.stdout, published
         answered = run_cli(
-            ["ask", "does my X1 charge over USB-C?", "--tenant", "acme", "--json"], env
+            ["ask", "does my X1 charge over USB-C?", "--json"],
+            env,  # the key's tenant: dev
         )
         reply = json.loads(answered.stdout)
         assert [(r["memory_key"], r["version"]) for r in reply["results"]] == [("spec:X1", 2)]
@@ -154,3 +163,35 @@ def test_help_lists_every_command() -> None:
     assert result.returncode == 0
     for command in ("up", "worker", "health", "publish", "history"):
         assert f"    {command}" in result.stdout
+
+
+def test_ask_and_publish_without_a_credential_are_one_clear_line(tmp_path: Path) -> None:
+    env = {
+        "MEMSTREAM_DATA_DIR": str(tmp_path),
+        "MEMSTREAM_BROKER": "127.0.0.1:1",
+        "MEMSTREAM_POSTGRES_DSN": "postgresql://nobody@127.0.0.1:1/none",
+        "MEMSTREAM_REDIS_URL": "redis://127.0.0.1:1",
+    }
+    events = tmp_path / "events.jsonl"
+    events.write_text(
+        json.dumps(
+            {
+                "event_id": "e1",
+                "tenant_id": "dev",
+                "entity_type": "product",
+                "entity_id": "X1",
+                "fact_type": "note",
+                "content": "x",
+                "source_system": "crm",
+                "occurred_at": "2024-01-01T00:00:00Z",
+            }
+        )
+        + "\n"
+    )
+    for args in (["ask", "what did I buy?"], ["publish", str(events)]):
+        result = run_cli(args, env)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        lines = [line for line in result.stderr.splitlines() if line.startswith("memstream:")]
+        assert len(lines) == 1, result.stderr
+        assert "credential" in lines[0] and "MEMSTREAM_KEY" in lines[0], lines[0]

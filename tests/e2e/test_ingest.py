@@ -23,7 +23,6 @@ from tests.e2e.ingest_kit import (
     encoded,
     event,
     make_setup,
-    produce,
     vector_points,
 )
 
@@ -68,7 +67,7 @@ def test_events_become_versions_points_changes_and_dead_letters(
     messages = [encoded(e) for e in good] + [encoded(unknown), (b"k", empty), (b"k", b"\x00junk")]
     worker = setup.worker()
     try:
-        produce(setup.broker, setup.topics.events, messages)
+        setup.produce(messages)
         status = setup.wait([(tenant, e["event_id"]) for e in [*good, unknown]])
     finally:
         assert worker.terminate() == 0, worker.output[-3000:]
@@ -153,7 +152,7 @@ def test_fuzz_malformed_messages_between_valid_ones(setup: IngestSetup, tenant: 
     rng.shuffle(messages)
     worker = setup.worker()
     try:
-        produce(setup.broker, setup.topics.events, messages)
+        setup.produce(messages)
         status = setup.wait([(tenant, e["event_id"]) for e in valid])
         assert not status.pending
         expected = sorted(reason for _, reason in bad)
@@ -179,7 +178,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing(setup: IngestSetup, tena
         for v in range(1, versions + 1)
         for m in range(memories)
     ]
-    produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+    setup.produce(encoded(e) for e in events)
     first = setup.worker()
     deadline = datetime.now(UTC) + timedelta(seconds=180)
     while datetime.now(UTC) < deadline:
@@ -230,7 +229,7 @@ def test_two_workers_share_partitions_and_keep_per_memory_order(
     ]
     try:
         events = [event(tenant, f"o:{m}", v) for v in range(1, 11) for m in range(40)]
-        produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+        setup.produce(encoded(e) for e in events)
         status = setup.wait([(tenant, e["event_id"]) for e in events])
         assigned = []
         for port in ports:

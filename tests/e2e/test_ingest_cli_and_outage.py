@@ -14,7 +14,7 @@ from memstream.ops.stack import EmbeddedStack
 from memstream.ops.topics import ensure_topics
 from memstream.services.settings import Settings, Topics
 from tests.conftest import MACHINE_REDIS, unique
-from tests.e2e.ingest_kit import BASE, IngestSetup, encoded, event, make_setup, produce
+from tests.e2e.ingest_kit import BASE, IngestSetup, encoded, event, make_setup
 from tests.e2e.processes import run_cli
 
 
@@ -37,8 +37,9 @@ def test_publish_wait_and_history(setup: IngestSetup, tenant: str, tmp_path: Pat
     worker = setup.worker()
     before = datetime.now(UTC).isoformat()
     try:
-        first = run_cli(["publish", str(path), "--wait", "--timeout", "120"], setup.env())
-        again = run_cli(["publish", str(path), "--wait", "--timeout", "120"], setup.env())
+        producer = setup.env(MEMSTREAM_KEY=setup.keyring.key(tenant, "producer", ["crm"]))
+        first = run_cli(["publish", str(path), "--wait", "--timeout", "120"], producer)
+        again = run_cli(["publish", str(path), "--wait", "--timeout", "120"], producer)
         history = run_cli(["history", "spec:X1", "--tenant", tenant, "--json"], setup.env())
         table = run_cli(["history", "spec:X1", "--tenant", tenant], setup.env())
         missing = run_cli(["history", "nothing", "--tenant", tenant], setup.env())
@@ -82,10 +83,10 @@ def test_postgres_outage_is_waited_out_without_loss(
     during = [event(tenant, f"b:{i}", 1) for i in range(40)]
     worker = setup.worker()
     try:
-        produce(broker, topics.events, (encoded(e) for e in before))
+        setup.produce(encoded(e) for e in before)
         assert not setup.wait([(tenant, e["event_id"]) for e in before], timeout=120).pending
         stack.stop()  # the database goes away under the running worker
-        produce(broker, topics.events, (encoded(e) for e in during))
+        setup.produce(encoded(e) for e in during)
         time.sleep(8)
         assert worker.proc.poll() is None, "the worker must wait, not die"
         stack = EmbeddedStack(database, write_runtime=False)

@@ -15,7 +15,7 @@ import pytest
 
 from memstream.ops.migrate import migrate
 from tests.conftest import drop_schema, unique, with_schema
-from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup, produce
+from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup
 from tests.e2e.processes import run_cli
 
 TIMEOUT = 240
@@ -60,7 +60,7 @@ def ingested(
     events += [event(tenants[0], "pref:C-1", 500, op="RETRACT", content="")]
     messages: list[tuple[bytes | None, bytes]] = [encoded(e) for e in events]
     malformed = [(b"junk", b"\x00not avro"), (b"junk", b"\xff" * 7)]
-    produce(broker, setup.topics.events, messages[:30] + malformed + messages[30:])
+    setup.produce(messages[:30] + malformed + messages[30:])
     worker = setup.worker()
     try:
         status = setup.wait([(e["tenant_id"], e["event_id"]) for e in events])

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from memstream.streams.client import MemoryClient, RetrievalTimeout
-from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup, produce
+from tests.conftest import unique
+from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
 from tests.e2e.processes import Process
 
 NOW = datetime.now(UTC)
@@ -63,7 +64,7 @@ def memory(
 
 
 def ingest(setup: IngestSetup, events: list[dict[str, Any]]) -> None:
-    produce(setup.broker, setup.topics.events, (encoded(e) for e in events))
+    setup.produce(encoded(e) for e in events)
     status = setup.wait([(e["tenant_id"], e["event_id"]) for e in events], timeout=120)
     assert not status.pending and not status.dead, status
 
@@ -71,8 +72,10 @@ def ingest(setup: IngestSetup, events: list[dict[str, Any]]) -> None:
 def ask(
     setup: IngestSetup, query: str, tenant: str, expect: str = "ok", **kw: Any
 ) -> dict[str, Any]:
+    key = setup.keyring.key(tenant)
+
     async def go() -> dict[str, Any]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30) as client:
+        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
             return await client.retrieve(query, tenant, force=kw.pop("force", True), **kw)
 
     reply = asyncio.run(go())
@@ -398,20 +401,33 @@ def test_time_window_keeps_only_what_happened_in_it(stack: Any, tenant: str) -> 
 def test_bad_requests_get_error_replies(stack: Any, tenant: str) -> None:
     setup, _ = stack
 
+    key = setup.keyring.key(tenant)
+    other = unique("tenant-")
+    setup.keyring.key(other)  # a tenant that exists: refused exactly like one that does not
+
     async def go() -> list[dict[str, Any]]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30) as client:
+        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
             base = {"query": "anything", "tenant_id": tenant, "limit": 5}
             return list(
                 await asyncio.gather(
-                    client.send({**base, "tenant_id": ""}),
                     client.send({**base, "query": "  "}),
                     client.send({**base, "tenant_id": f"nobody-{uuid.uuid4().hex}"}),
+                    client.send({**base, "tenant_id": other}),
+                    client.send({**base, "tenant_id": tenant + " "}),
                     client.send({**base, "limit": 500}),
                 )
             )
 
-    codes = [r["error"]["code"] for r in asyncio.run(go())]
-    assert codes == ["missing_tenant", "missing_query", "unknown_tenant", "limit_out_of_range"]
+    replies = asyncio.run(go())
+    codes = [r["error"]["code"] for r in replies]
+    assert codes == [
+        "missing_query",
+        "forbidden",
+        "forbidden",
+        "forbidden",
+        "limit_out_of_range",
+    ]
+    assert replies[1]["error"] == replies[2]["error"]  # unknown and foreign: indistinguishable
 
 
 def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str) -> None:
@@ -452,13 +468,22 @@ def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
     ingest(setup, events)
     owner = {f"{t}:{i}": t for t in tenants for i in range(len(topics))}
 
+    creds = {t: setup.keyring.key(t) for t in tenants}
+
     async def go() -> list[tuple[str, dict[str, Any]]]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=60) as client:
+        clients = {
+            t: await MemoryClient(setup.broker, setup.topics, timeout=60, credential=k).start()
+            for t, k in creds.items()
+        }
+        try:
             asks = [(rng.choice(tenants), rng.choice(topics)) for _ in range(60)]
             replies = await asyncio.gather(
-                *(client.retrieve(q, t, force=True, limit=10) for t, q in asks)
+                *(clients[t].retrieve(q, t, force=True, limit=10) for t, q in asks)
             )
             return [(t, r) for (t, _), r in zip(asks, replies, strict=True)]
+        finally:
+            for client in clients.values():
+                await client.stop()
 
     for asked, reply in asyncio.run(go()):
         assert reply["results"], "every tenant has matching memories"
@@ -475,9 +500,11 @@ def test_200_concurrent_requests_from_several_clients(stack: Any, tenant: str) -
         ],
     )
 
+    key = setup.keyring.key(tenant)
+
     async def client_run(n: int, count: int) -> list[tuple[str, dict[str, Any]]]:
         async with MemoryClient(
-            setup.broker, setup.topics, reply_partition=n % 4, timeout=90
+            setup.broker, setup.topics, reply_partition=n % 4, timeout=90, credential=key
         ) as client:
             ids = [f"client{n}-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
             replies = await asyncio.gather(
@@ -506,8 +533,12 @@ def test_timeout_is_a_clear_error(broker: str) -> None:
     topics = Topics(prefix=f"idle-{uuid.uuid4().hex[:8]}.")
     ensure_topics(broker, topics.all())
 
+    from memstream.schemas import envelope
+
+    key = str(envelope.Credential.new(envelope.new_key_id(), b"\x09" * 32))
+
     async def go() -> None:
-        async with MemoryClient(broker, topics, timeout=1.0) as client:
+        async with MemoryClient(broker, topics, timeout=1.0, credential=key) as client:
             await client.retrieve("anything", "t", force=True)
 
     with pytest.raises(RetrievalTimeout, match=r"no reply to request .* within 1\.0s"):

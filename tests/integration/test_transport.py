@@ -9,6 +9,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from memstream.ops.topics import ensure_topics
+from memstream.schemas import envelope
 from memstream.services.settings import Topics
 from memstream.streams.client import (
     IDLE_FETCH_WAIT_MS,
@@ -45,7 +46,8 @@ async def test_the_fetch_wait_is_short_while_requests_flow_then_idle_again(broke
 async def test_the_client_polls_fast_only_while_a_request_awaits_its_reply(broker: str) -> None:
     topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
     ensure_topics(broker, topics.all())
-    async with MemoryClient(broker, topics, timeout=0.5) as client:  # no worker: no reply
+    key = str(envelope.Credential.new(envelope.new_key_id(), b"\x09" * 32))
+    async with MemoryClient(broker, topics, timeout=0.5, credential=key) as client:  # no worker
         fetcher = client._consumer._fetcher  # type: ignore[union-attr]
         assert fetcher._fetch_max_wait_ms == IDLE_FETCH_WAIT_MS
         asking = asyncio.ensure_future(client.retrieve("where is my order?", "acme"))

@@ -18,9 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.identity import AuthError
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
 from memstream.services.domain.versioning import place_event
+from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.retry import Backoff, retrying
 from memstream.services.ports import (
@@ -64,6 +66,8 @@ class Envelope:
     received_at: datetime | None = None
     # When the producer published it (the record's timestamp), for the lag metric.
     published_at: datetime | None = None
+    # The record's headers (the producer's token travels there).
+    headers: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -107,7 +111,9 @@ class Ingestor:
         clock: Callable[[], datetime],
         backoff: Backoff | None = None,
         metrics: Metrics | None = None,
+        guard: Guard | None = None,
     ) -> None:
+        self._guard = guard
         self._metrics = metrics or NoMetrics()
         self._repo = repo
         self._sink = sink
@@ -132,10 +138,22 @@ class Ingestor:
         try:
             if envelope.value is None:
                 raise DecodeError("the message has no value")
+            verified = None
+            guard, value = self._guard, envelope.value
+            if guard is not None:  # the producer's signature, before anything is read
+                verified = await retrying(  # a credential store outage waits, like recording
+                    f"verifying the event at {envelope.position}",
+                    lambda: guard.verify_event(
+                        value, envelope.headers, envelope.published_at, self._clock()
+                    ),
+                    self._backoff,
+                )
             try:
                 raw = self._decode(envelope.value)
             except Exception as exc:  # the decoder may raise anything for garbage
                 raise DecodeError(str(exc) or type(exc).__name__) from exc
+            if self._guard is not None and verified is not None:
+                raw = self._guard.authorize_event(*verified, raw)
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
@@ -148,6 +166,12 @@ class Ingestor:
                 ),
                 self._backoff,
             )
+        except AuthError as exc:  # dead-lettered with the reason, and audited
+            if self._guard is not None:
+                await self._guard.refused_event(
+                    exc, None, envelope.position, raw.get("event_id") if raw else None
+                )
+            letter = await self._dead_letter(envelope, exc.code, exc.reason, raw)
         except DecodeError as exc:
             letter = await self._dead_letter(
                 envelope, UNDECODABLE, f"not a MemoryEvent: {exc}", raw

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from memstream.services.domain.identity import PUBLIC_MESSAGE
+from memstream.services.handlers.guard import Guard, Opened
 from memstream.services.handlers.retrieve import Retriever, error_reply
 from memstream.services.ports import (
     AdapterError,
@@ -57,7 +59,9 @@ class Responder:
         clock: Callable[[], datetime],
         query_log: QueryLog | None = None,
         metrics: Metrics | None = None,
+        guard: Guard | None = None,
     ) -> None:
+        self._guard = guard
         self._metrics = metrics or NoMetrics()
         self._log = query_log
         self._retriever = retriever
@@ -73,6 +77,8 @@ class Responder:
         headers: Mapping[str, bytes],
         position: Position,
     ) -> OutboundReply | None:
+        if self._guard is not None:
+            return await self._handle_guarded(self._guard, key, value, headers, position)
         correlation_id = _text(headers, "correlation_id")
         reply_to = _text(headers, "reply_to")
         partition = _int(_text(headers, "reply_partition"))
@@ -118,6 +124,57 @@ class Responder:
             log.warning("request %s has no reply_to; reply dropped", reply.get("request_id"))
         self._metrics.retrieval(reply)
         await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
+        return outbound
+
+    async def _handle_guarded(
+        self,
+        guard: Guard,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Mapping[str, bytes],
+        position: Position,
+    ) -> OutboundReply | None:
+        """Verified before any work; the reply (or the refusal) sealed to the asking client
+        and written only to a reply topic's existing partition."""
+        verdict = await guard.open_request(value, headers, position)
+        if not isinstance(verdict, Opened):
+            if not verdict.answerable:  # nobody to tell, or no key to tell them safely
+                await self._sink.dead_letter_request(
+                    DeadLetter(
+                        reason=verdict.code,
+                        detail=verdict.reason,
+                        position=position,
+                        original=value,
+                        original_key=key,
+                        event_id=verdict.request_id,
+                    )
+                )
+                return None
+            assert verdict.request_id and verdict.address and verdict.keys
+            message = PUBLIC_MESSAGE.get(verdict.code, verdict.reason)
+            reply = error_reply(verdict.request_id, verdict.code, message, {}, self._clock())
+            sealed = guard.seal_reply(verdict.keys, verdict.request_id, self._encode(reply))
+            return await self._send_sealed(verdict.address, verdict.request_id, sealed)
+        raw = verdict.request
+        raw["reply_to"], raw["reply_partition"] = verdict.address
+        reply = await self._retriever.retrieve(raw)
+        sealed = guard.seal_reply(verdict.keys, verdict.request_id, self._encode(reply))
+        outbound = await self._send_sealed(verdict.address, verdict.request_id, sealed)
+        self._metrics.retrieval(reply)
+        await self._audit(raw, reply)
+        return outbound
+
+    async def _send_sealed(
+        self, address: tuple[str, int], request_id: str, sealed: bytes
+    ) -> OutboundReply:
+        outbound = OutboundReply(
+            topic=address[0],
+            partition=address[1],
+            key=request_id.encode(),
+            value=sealed,
+            headers=(("correlation_id", request_id.encode()),),
+        )
+        await self._sink.reply(outbound)
         return outbound
 
     async def _audit(self, request: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
