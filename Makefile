@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo up test lint bench clean
+.PHONY: demo up test lint browser bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,14 @@ lint: $(BIN)/.installed
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# The timeline page is tested in a real headless browser: Debian's chromium (root installs it;
+# anyone else is told the one command to run).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make: the browser tests need Debian's chromium: sudo apt-get install -y chromium" >&2; exit 1; fi; }
+
+test: lint browser
 	$(BIN)/pytest
 
 clean:

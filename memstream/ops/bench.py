@@ -163,12 +163,17 @@ def bench(settings: Settings, args: Any) -> int:
     if args.what == "query":
         from memstream.ops.bench_query import bench_query, print_query
 
-        print_query(bench_query(args.memories, args.questions))
+        print_query(bench_query(args.memories, args.questions, via_http=args.via_http))
         return 0
     if args.what == "replay":
         from memstream.ops.bench_replay import bench_replay, print_replay
 
         print_replay(bench_replay(args.versions))
+        return 0
+    if args.what == "erasure":
+        from memstream.ops.bench_erasure import bench_erasure, print_erasure
+
+        print_erasure(bench_erasure(args.versions, args.subject_versions, args.vector_points))
         return 0
     if args.what == "quality":
         from memstream.ops.quality.bench import bench_quality_cli

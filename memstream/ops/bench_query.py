@@ -4,6 +4,7 @@ One run, this machine: a fresh embedded stack, one worker process, N memories fo
 (published and ingested), then
 - uncached: distinct questions, one at a time, client send → reply received (MemoryClient);
 - cached: one question repeated (the reply cache answers);
+- with ``--via-http``, both again through a ``memstream gateway`` (bench_http);
 - the server's time per stage (the replies' ``latency_ms``);
 - alone: embedding the same questions plus one Qdrant Edge top-10 search, in-process, once the
   worker has released the shard.
@@ -160,7 +161,7 @@ async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
     return times
 
 
-def bench_query(memories: int, count: int) -> dict[str, Any]:
+def bench_query(memories: int, count: int, *, via_http: bool = False) -> dict[str, Any]:
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     data_dir.chmod(0o755)
     base = Settings.from_env()
@@ -198,6 +199,8 @@ def bench_query(memories: int, count: int) -> dict[str, Any]:
             out.print(f"asking {count} distinct questions, then one repeated {count} times …")
             uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
             cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
+            if via_http:
+                figures.update(_over_http(resolved, tenant, texts))
         finally:
             worker.terminate()
             worker.wait(60)
@@ -219,6 +222,22 @@ def bench_query(memories: int, count: int) -> dict[str, Any]:
     return figures
 
 
+def _over_http(settings: Settings, tenant: str, texts: list[str]) -> dict[str, Any]:
+    from memstream.ops.bench_http import ask_over_http, start_gateway
+
+    out.print(f"through the HTTP gateway: {len(texts)} other questions, then one repeated …")
+    gateway, url, key = start_gateway(settings, tenant)
+    fresh = questions(2 * len(texts))[len(texts) :]  # not in the reply cache yet
+    try:
+        return {
+            "http_uncached": percentiles(ask_over_http(url, key, fresh)),
+            "http_cached": percentiles(ask_over_http(url, key, [texts[0]] * len(texts))),
+        }
+    finally:
+        gateway.terminate()
+        gateway.wait(30)
+
+
 def print_query(figures: dict[str, Any]) -> None:
     table = Table(
         title=f"memstream bench query · {figures['memories']} memories, "
@@ -230,9 +249,13 @@ def print_query(figures: dict[str, Any]) -> None:
     for name, key in (
         ("end to end, uncached (send → reply)", "uncached"),
         ("end to end, repeated request (reply cache)", "cached"),
+        ("HTTP gateway, uncached (POST → JSON reply)", "http_uncached"),
+        ("HTTP gateway, repeated request (reply cache)", "http_cached"),
         ("embed query + one vector search, alone", "alone"),
         ("identity: sign + seal, verify + open, seal + open reply", "security"),
     ):
+        if key not in figures:
+            continue
         p50, p95, p99 = figures[key]
         table.add_row(name, f"{p50:.1f}", f"{p95:.1f}", f"{p99:.1f}")
     out.print(table)

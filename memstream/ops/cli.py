@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -75,17 +75,29 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
     bench.add_argument(
+        "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
+    )
+    bench.add_argument(
         "--versions",
         type=int,
         default=100_000,
         help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
+    erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
+    erasure.add_argument(
+        "--subject-versions", type=int, default=1_000, help="the subject's versions (1,000)"
+    )
+    erasure.add_argument(
+        "--vector-points", type=int, help="points in the shard (default: one per version)"
     )
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
     quality.add_argument("--locomo-conversations", type=int, help="default all 10")
     quality.add_argument("--locomo-questions", type=int, help="default all (1,982)")
     quality.add_argument("--sgd-cases", type=int, help="slot chains, default all (2,629)")
-    quality.add_argument("--suites", default="traps,locomo,sgd", help="comma-separated")
+    quality.add_argument(
+        "--suites", default="traps,heldout,locomo,sgd,timeqa", help="comma-separated"
+    )
     quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
     quality.add_argument("--out", default="results", help="report folder root (default results)")
 
@@ -174,6 +186,25 @@ def _parser() -> argparse.ArgumentParser:
         "--batch", type=int, default=256, metavar="N", help="events per batch (default 256)"
     )
 
+    forget = sub.add_parser(
+        "forget",
+        help="erase a data subject everywhere (versions, ledger content, vectors, caches, "
+        "query log, dead letters), keeping ids, positions and digests; logged without the data",
+    )
+    forget.add_argument("--tenant", required=True)
+    subject = forget.add_mutually_exclusive_group(required=True)
+    subject.add_argument("--entity", metavar="TYPE:ID", help="every memory anchored to it")
+    subject.add_argument("--memory", metavar="KEY", help="every version of one memory")
+    forget.add_argument("--reason", help="why (kept in the erasure log: no personal data)")
+    forget.add_argument("--dry-run", dest="dry_run", action="store_true", help="only count")
+    forget.add_argument(
+        "--actor", help="who asks, as recorded (default: the admin key's id, else cli:USER)"
+    )
+    forget.add_argument(
+        "--key", help="admin credential (default MEMSTREAM_KEY / data dir): signs the hand-off"
+    )
+    forget.add_argument("--json", action="store_true", help="the result as JSON")
+
     from memstream.ops.identity import add_parsers as identity_parsers
 
     identity_parsers(sub)  # tenants, keys
@@ -186,6 +217,13 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument(
         "--known-at", dest="known_at", help="the chain as memstream knew it at this time (ISO)"
     )
+
+    gateway = sub.add_parser(
+        "gateway", help="serve the HTTP gateway (REST, MCP at /mcp, timeline at /ui)"
+    )
+    gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
+    sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
     return parser
 
 
@@ -265,6 +303,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
             as_of=moment(args.as_of, "--as-of"),
             known_at=moment(args.known_at, "--known-at"),
         )
+    if args.command == "forget":
+        from memstream.ops.forget import forget
+
+        return forget(settings, args, as_json=args.json)
     if args.command in ("tenants", "keys"):
         from memstream.ops.identity import run as identity
 
@@ -273,6 +315,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
+    if args.command in ("gateway", "mcp"):
+        from memstream.ops.gateway.serve import gateway, mcp_stdio
+
+        if args.command == "mcp":
+            return mcp_stdio(settings)
+        return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -11,12 +11,14 @@ import json
 from datetime import datetime
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memstream.ops.stack import resolve_settings
 from memstream.services import bootstrap
 from memstream.services.domain import versioning
 from memstream.services.domain.model import MemoryVersion
+from memstream.services.ports import ErasureMark
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
@@ -48,8 +50,30 @@ def version_json(v: MemoryVersion) -> dict[str, object]:
 
 
 async def load_chain(dsn: str, tenant_id: str, memory_key: str) -> list[MemoryVersion]:
+    return (await load_chain_and_marks(dsn, tenant_id, memory_key))[0]
+
+
+async def load_chain_and_marks(
+    dsn: str, tenant_id: str, memory_key: str
+) -> tuple[list[MemoryVersion], dict[str, ErasureMark]]:
+    """The chain and, by version_id, the erasure tombstones of its erased versions."""
     async with bootstrap.stores(dsn) as stores:
-        return await stores.repo.chain(tenant_id, memory_key)
+        chain = await stores.repo.chain(tenant_id, memory_key)
+        return chain, await stores.erasure.marks(tenant_id, memory_key)
+
+
+def tombstone_json(mark: ErasureMark) -> dict[str, object]:
+    return {
+        "erasure_id": mark.erasure_id,
+        "erased_at": _iso(mark.erased_at),
+        "reason": mark.reason,
+        "content_sha256": mark.content_digest,
+    }
+
+
+def tombstone_text(mark: ErasureMark) -> str:
+    why = f" · {mark.reason}" if mark.reason else ""
+    return f"[erased {_short(mark.erased_at)} · erasure {mark.erasure_id}{why}]"
 
 
 def history(
@@ -65,7 +89,7 @@ def history(
     ``as_of`` keeps the version that was true then (valid time)."""
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
-    chain = asyncio.run(load_chain(settings.postgres_dsn, tenant_id, memory_key))
+    chain, marks = asyncio.run(load_chain_and_marks(settings.postgres_dsn, tenant_id, memory_key))
     if chain and known_at is not None:
         chain = versioning.known_at(chain, known_at)
     if chain and as_of is not None:
@@ -84,7 +108,10 @@ def history(
         return 1
     if as_json:
         for version in chain:
-            print(json.dumps(version_json(version), ensure_ascii=False))
+            line = version_json(version)
+            if version.version_id in marks:
+                line["erased"] = tombstone_json(marks[version.version_id])
+            print(json.dumps(line, ensure_ascii=False))
         return 0
     table = Table(title=f"{memory_key} · tenant {tenant_id}", title_justify="left")
     for column in (
@@ -98,14 +125,17 @@ def history(
     ):
         table.add_column(column, overflow="fold")
     for v in chain:
+        mark = marks.get(v.version_id)
         table.add_row(
             str(v.version),
-            "●" if v.is_current else ("✕" if v.op.value == "RETRACT" else ""),
+            "●"
+            if v.is_current
+            else ("✕" if v.op.value == "RETRACT" or v.version_id in marks else ""),
             f"{_short(v.valid_from)} → {_short(v.valid_to)}",
             f"{_short(v.recorded_at)} → {_short(v.superseded_at)}",
             v.source_system,
             v.status,
-            v.content[:80],
+            escape(tombstone_text(mark)) if mark is not None else v.content[:80],
         )
     out.print(table)
     return 0

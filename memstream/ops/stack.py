@@ -67,6 +67,11 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes]) -> bool:
+    """Whether ``proc`` listens on ``host:port`` within ``timeout`` seconds."""
+    return _wait_tcp(host, port, timeout, proc)
+
+
 def _wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes]) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -182,6 +187,10 @@ class EmbeddedStack:
                 "stop it, or set MEMSTREAM_DATA_DIR to another directory",
             ) from None
         self._lock = handle
+
+    def spawn(self, part: str, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        """Run one more process as part of this stack: logged, stopped with it."""
+        return self._spawn(part, argv, log_name)
 
     def _spawn(self, part: str, argv: list[str], log_name: str) -> subprocess.Popen[bytes]:
         logs = self.data_dir / "logs"

@@ -2,12 +2,15 @@
 
 ``up`` starts what the settings leave unset (memstream.ops.stack), applies migrations, creates the
 topics, then runs the worker until Ctrl-C / SIGTERM and stops everything it started.
+``up`` also starts the HTTP gateway (``memstream gateway``) on MEMSTREAM_GATEWAY_PORT.
 ``worker`` runs one more worker against a running stack (scale-out, tests).
 """
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 import time
 from types import FrameType
 
@@ -15,7 +18,14 @@ from rich.console import Console
 
 from memstream.ops.health import model_path
 from memstream.ops.migrate import migrate
-from memstream.ops.stack import EmbeddedStack, StackError, port_is_free, resolve_settings
+from memstream.ops.stack import (
+    RUNTIME_FILE,
+    EmbeddedStack,
+    StackError,
+    port_is_free,
+    resolve_settings,
+    wait_tcp,
+)
 from memstream.ops.topics import ensure_topics
 from memstream.services.settings import Settings
 
@@ -54,6 +64,34 @@ def _check_web_port(settings: Settings) -> None:
         )
 
 
+def start_gateway(stack: EmbeddedStack, port: int) -> str:
+    """The HTTP gateway as a child of the stack (stopped with it), its address added to
+    ``stack.json``; returns the ready line's part ("" when MEMSTREAM_GATEWAY_PORT=0)."""
+    if not port:
+        return ""
+    if not port_is_free(port):
+        raise StackError(
+            "gateway",
+            f"port {port} on 127.0.0.1 is already in use",
+            "stop what uses it, or set MEMSTREAM_GATEWAY_PORT to a free port (0 disables it)",
+        )
+    command = [sys.executable, "-m", "memstream.ops.cli", "gateway", "--port", str(port)]
+    proc = stack.spawn("gateway", command, "gateway.log")
+    if not wait_tcp("127.0.0.1", port, 30.0, proc):
+        raise StackError(
+            "gateway",
+            f"it did not listen on 127.0.0.1:{port} within 30 s "
+            f"(see {stack.data_dir / 'logs' / 'gateway.log'})",
+            "read that log; set MEMSTREAM_GATEWAY_PORT=0 to run without the gateway",
+        )
+    url = f"http://127.0.0.1:{port}"
+    runtime = stack.data_dir / RUNTIME_FILE
+    if runtime.exists():
+        info = json.loads(runtime.read_text())
+        runtime.write_text(json.dumps({**info, "gateway": url}, indent=2))
+    return f" · gateway {url}"
+
+
 def run_worker(settings: Settings, started: float, describe: str) -> int:
     from memstream.streams.app import create_worker
 
@@ -90,9 +128,10 @@ def up(settings: Settings) -> int:
         written = ensure_dev_credentials(resolved)
         console.print(f"development tenant's credentials: {written} (0600)")
         assert stack.endpoints is not None
+        describe = stack.endpoints.describe() + start_gateway(stack, settings.gateway_port)
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # the Faust worker installs its own
-        return run_worker(resolved, started, stack.endpoints.describe())
+        return run_worker(resolved, started, describe)
     except Interrupted:
         return 0
     finally:

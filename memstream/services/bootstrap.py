@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from memstream.schemas import codec, envelope
+from memstream.services.adapters import postgres_bench_erasure
 from memstream.services.adapters.embedding import (
     BATCH_SIZE,
     BatchingEmbedder,
@@ -30,10 +31,12 @@ from memstream.services.adapters.postgres_credentials import (
     CredentialError,
     PostgresCredentialStore,
 )
+from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
 from memstream.services.adapters.postgres_status import Ident, PostgresStatus, server_version
+from memstream.services.handlers.forget import Forgetter
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.ingest import Ingestor
@@ -95,6 +98,7 @@ class Container:
     metrics: PrometheusMetrics
     rules: PostgresRules
     rescorer: Rescorer
+    forgetter: Forgetter
     guard: Guard | None = None
     nonces: RedisNonceStore | None = None
 
@@ -210,6 +214,7 @@ async def build(
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
+    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
@@ -264,7 +269,16 @@ async def build(
             clock,
         )
     event_guard = guard if settings.auth == "required" else None
-    ingestor = Ingestor(repo, sink, indexer, decode, clock, metrics=metrics, guard=event_guard)
+    ingestor = Ingestor(
+        repo,
+        sink,
+        indexer,
+        decode,
+        clock,
+        metrics=metrics,
+        guard=event_guard,
+        eraser=forgetter.erase_event,
+    )
     responder = None
     if reply_sink is not None:
         responder = Responder(
@@ -290,6 +304,7 @@ async def build(
         metrics,
         rules,
         rescorer,
+        forgetter,
         guard,
         nonces,
     )
@@ -393,12 +408,13 @@ async def offline_rescorer(
 @dataclass
 class Stores:
     """Postgres (and Redis, when named) for a one-shot command: ``audit``, ``history``,
-    ``rules``, the benches."""
+    ``rules``, ``forget``, the benches."""
 
     repo: PostgresMemoryRepository
     rules: PostgresRules
     query_log: PostgresQueryLog
     cache: RedisCache | None
+    erasure: PostgresErasure
 
 
 @contextlib.asynccontextmanager
@@ -410,8 +426,68 @@ async def stores(dsn: str, redis_url: str | None = None, *, pool: int = 1) -> As
 
         cache = RedisCache.from_url(redis_url)
     try:
-        yield Stores(repo, PostgresRules(repo.pool), PostgresQueryLog(repo.pool), cache)
+        yield Stores(
+            repo,
+            PostgresRules(repo.pool),
+            PostgresQueryLog(repo.pool),
+            cache,
+            PostgresErasure(repo.pool),
+        )
     finally:
         if cache is not None:
             await cache.close()
         await repo.close()
+
+
+@dataclass
+class Forgetting:
+    """``forgetter`` over one stack; ``lock_wait(tenant)``: how long an ingest of the tenant
+    waits for the erasure lock, by the server's clock (``bench erasure``'s probe)."""
+
+    forgetter: Forgetter
+    lock_wait: Callable[[str], Awaitable[float]]
+
+
+@contextlib.asynccontextmanager
+async def offline_forgetter(
+    settings: Settings,
+    index: VectorIndex,
+    *,
+    pool: int = 2,
+    cache_timeout: float | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> AsyncIterator[Forgetting]:
+    """The erasure handler over the stack named by ``settings`` (endpoints resolved) and
+    ``index`` (closed on exit): ``memstream forget``, ``bench erasure``."""
+    from memstream.services.adapters.redis_cache import RedisCache
+
+    assert settings.postgres_dsn is not None and settings.redis_url is not None
+    repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, min_size=1, max_size=pool)
+    cache = (
+        RedisCache.from_url(settings.redis_url)
+        if cache_timeout is None
+        else RedisCache.from_url(settings.redis_url, socket_timeout=cache_timeout)
+    )
+    try:
+        forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
+        yield Forgetting(
+            forgetter, lambda tenant: postgres_bench_erasure.lock_wait(repo.pool, tenant)
+        )
+    finally:
+        await cache.close()
+        try:
+            await index.close()
+        finally:
+            await repo.close()
+
+
+def erasure_bench_store(dsn: str, tenant: str, other: str, total: int, subject: int) -> None:
+    """``bench erasure``'s store, written in bulk (adapters.postgres_bench_erasure)."""
+    postgres_bench_erasure.write_store(dsn, tenant, other, total, subject)
+
+
+async def erasure_bench_points(
+    dsn: str, tenant: str, limit: int
+) -> list[tuple[str, str, list[str]]]:
+    """(version_id, memory_key, anchors) of the bench tenant's first ``limit`` versions."""
+    return await postgres_bench_erasure.points(dsn, tenant, limit)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from memstream.services.domain.checksum import LedgerLine
+from memstream.services.domain.erasure import ErasureResult, ErasureScope
 from memstream.services.domain.identity import KeyRecord, Principal
 from memstream.services.domain.model import MemoryEvent, MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
@@ -87,6 +88,14 @@ class VectorIndex(Protocol):
     async def point_ids(self, tenant_id: str) -> set[str]: ...
 
     async def drop_tenant(self, tenant_id: str) -> None: ...
+
+    async def delete(self, tenant_id: str, point_ids: Sequence[str]) -> int:
+        """Delete these points (erasure); returns how many existed. Unknown ids are ignored."""
+        ...
+
+    async def compact(self, tenant_id: str) -> None:
+        """Rewrite the tenant's storage so that deleted points leave no bytes behind."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -246,6 +255,12 @@ class Cache(Protocol):
 
     async def invalidate_tenant(self, tenant_id: str) -> None:
         """Every cached reply of the tenant becomes a miss (O(1), e.g. a generation bump)."""
+        ...
+
+    async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
+        """Delete (not just invalidate) every cached reply of the tenant (erasure); returns how
+        many keys went. Raises ``AdapterError`` when the cache cannot be reached: an erasure
+        must know whether the bytes are gone."""
         ...
 
     async def close(self) -> None: ...
@@ -414,7 +429,9 @@ class Ledger(Protocol):
     ``page_to_replay``: in scope, after ``done[tenant]`` and ``after``, in replay order;
     ``keep_transaction_time``: a copy's ledger takes its versions' recorded_at;
     ``topic_ranges``: per partition the first and last offset recorded (ledger and dead
-    letters); ``received``: when each offset was received (ledger row, else dead letter).
+    letters); ``received``: when each offset was received (ledger row, else dead letter);
+    ``erased_events``: which of these (tenant_id, event_id) the ledger holds as erased.
+    Erased events and versions are out of every scope (never replayed, counted or compared).
     """
 
     async def identity(self) -> str: ...
@@ -442,6 +459,7 @@ class Ledger(Protocol):
     async def keep_transaction_time(self) -> None: ...
     async def topic_ranges(self, topic: str, scope: ReplayScope) -> list[OffsetRange]: ...
     async def held_offsets(self, topic: str) -> dict[int, int]: ...
+    async def erased_events(self, ids: Sequence[tuple[str, str]]) -> set[tuple[str, str]]: ...
     async def received(
         self, topic: str, partition: int, offsets: Sequence[int]
     ) -> dict[int, datetime]: ...
@@ -503,4 +521,59 @@ class NonceStore(Protocol):
     async def claim(self, key_id: str, nonce: str, until: datetime) -> bool:
         """True the first time (key_id, nonce) is claimed before ``until``; False after.
         Raises ``TransientError`` when the store is unreachable (the caller refuses)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PendingErasure:
+    """An erasure committed in Postgres whose vectors, caches or VACUUM are not done yet."""
+
+    erasure_id: str
+    tenant_id: str
+    version_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureMark:
+    """What ``history`` shows of an erased version instead of its content."""
+
+    erasure_id: str
+    erased_at: datetime
+    reason: str
+    content_digest: str
+
+
+class ErasureRepository(Protocol):
+    """Erasure in Postgres: the tombstones, the redactions and the erasure log."""
+
+    async def erase(
+        self,
+        scope: ErasureScope,
+        *,
+        erasure_id: str,
+        requested_by: str,
+        reason: str,
+        requested_at: datetime,
+        dry_run: bool,
+    ) -> ErasureResult:
+        """In ONE transaction, under a lock that keeps the tenant's ingest out: tombstone every
+        version and ledger row in scope, redact the query log, purge dead letters, write the
+        erasure log (pending until ``complete``). ``dry_run`` counts and rolls back. Nothing in
+        scope (erased already) is a no-op: no log row, ``erasure_id`` None."""
+        ...
+
+    async def pending(self, tenant_id: str) -> list[PendingErasure]: ...
+
+    async def complete(self, erasure_ids: Sequence[str], at: datetime) -> None: ...
+
+    async def vacuum(self) -> None:
+        """VACUUM the tables an erasure touches (outside any transaction)."""
+        ...
+
+    async def marks(self, tenant_id: str, memory_key: str) -> dict[str, ErasureMark]:
+        """The erased versions of one memory, by version_id."""
+        ...
+
+    async def log(self, tenant_id: str) -> list[dict[str, Any]]:
+        """The tenant's erasure log, oldest first (no personal data in it)."""
         ...

@@ -138,6 +138,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "service_key_file",
         "the worker's X25519 key that seals replies (default DATA_DIR/service.key, made once)",
     ),
+    (
+        "MEMSTREAM_GATEWAY_PORT",
+        "gateway_port",
+        "HTTP gateway port (default 7070; 0: `memstream up` starts no gateway)",
+    ),
 )
 
 
@@ -158,6 +163,7 @@ class Settings:
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     embed_threads: int = 0
+    gateway_port: int = 7070
     key: str | None = None
     auth: str = "required"
     service_key_file: Path | None = None
@@ -212,6 +218,7 @@ class Settings:
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 1, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 1, 1_500),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
+            gateway_port=integer("MEMSTREAM_GATEWAY_PORT", 7070, 0, 65535),
             log_level=level,
             key=get("MEMSTREAM_KEY"),
             auth=auth,
@@ -232,6 +239,7 @@ class Settings:
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
+            "MEMSTREAM_GATEWAY_PORT": str(self.gateway_port),
             "MEMSTREAM_AUTH": self.auth,
         }
         optional = {

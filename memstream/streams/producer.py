@@ -42,16 +42,23 @@ class EventProducer:
 
     def send(self, topic: str, event: MemoryEvent) -> None:
         value = encode("MemoryEvent", event_record(event))
-        headers: list[tuple[str, str | bytes | None]] | None = None
+        headers: Sequence[tuple[str, bytes]] = ()
         if self._headers is not None:
-            headers = list(self._headers(event.tenant_id, value, event.event_id))
+            headers = self._headers(event.tenant_id, value, event.event_id)
+        self.send_raw(topic, event_key(event), value, headers)
+
+    def send_raw(
+        self, topic: str, key: bytes, value: bytes, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
+        """An already encoded record (an ``op: ERASE`` hand-off is no ``MemoryEvent``)."""
+        listed: list[tuple[str, str | bytes | None]] | None = list(headers) or None
         while True:
             try:
                 self._producer.produce(
                     topic,
-                    key=event_key(event),
+                    key=key,
                     value=value,
-                    headers=headers,
+                    headers=listed,
                     on_delivery=self._delivered,
                 )
                 break

@@ -25,12 +25,13 @@ def _postgres_running_on(data_dir: Path) -> list[psutil.Process]:
 
 def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None:
     data_dir = data_dir.resolve()
-    port = free_port()
+    port, gateway_port = free_port(), free_port()
     up = Process(
         ["up"],
         {
             "MEMSTREAM_DATA_DIR": str(data_dir),
             "MEMSTREAM_WEB_PORT": str(port),
+            "MEMSTREAM_GATEWAY_PORT": str(gateway_port),
             "MEMSTREAM_LOG_LEVEL": "warn",
         },
     )
@@ -40,6 +41,11 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert seconds > 0
         for part in ("broker 127.0.0.1:", "postgres postgresql://", "redis redis://", "vectors "):
             assert part in ready
+        gateway = f"http://127.0.0.1:{gateway_port}"
+        assert f"gateway {gateway}" in ready
+        assert json.loads((data_dir / "stack.json").read_text())["gateway"] == gateway
+        with urllib.request.urlopen(f"{gateway}/healthz", timeout=10) as reply:
+            assert json.loads(reply.read())["status"] == "ok"
         broker = re.search(r"broker (127\.0\.0\.1:\d+)", ready)
         assert broker is not None
         # Faust's leader topic has the one partition Faust reads, not Tansu's default four.
@@ -87,6 +93,13 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         )
         reply = json.loads(answered.stdout)
         assert [(r["memory_key"], r["version"]) for r in reply["results"]] == [("spec:X1", 2)]
+        # The gateway takes the development tenant's agent key.
+        agent = json.loads(credentials.read_text())["tenants"]["dev"]["agent"]
+        history = urllib.request.Request(
+            f"{gateway}/v1/memories/spec:X1/history", headers={"Authorization": f"Bearer {agent}"}
+        )
+        with urllib.request.urlopen(history, timeout=10) as page:
+            assert [v["version"] for v in json.loads(page.read())["versions"]] == [1, 2]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as page:
             metrics = page.read().decode()
         assert 'memstream_events_ingested_total{outcome="current"} 2.0' in metrics

@@ -434,11 +434,18 @@ def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str
     setup, _ = stack
     ingest(setup, [memory(tenant, "n:1", "Customer likes jazz.", ago=DAY)])
     gated = ask(setup, "what is the capital of France?", tenant, expect="skipped", force=False)
-    assert gated["gate"] == {"decision": "skip", "reason": "no memory cue: generic question"}
+    assert gated["gate"]["decision"] == "skip"
+    reason = gated["gate"]["reason"]
+    assert reason.startswith("no memory cue: generic question, nothing in memory close")
+    assert reason.endswith("send force=true to retrieve anyway")
     assert gated["results"] == []
-    cued = ask(setup, "what music do I like?", tenant, force=False)
-    assert cued["gate"] == {"decision": "retrieve", "reason": "first person 'i'"}
+    small_talk = ask(setup, "thanks a lot!", tenant, expect="skipped", force=False)
+    assert small_talk["gate"]["reason"].startswith("small talk 'thanks'")
+    cued = ask(setup, "what music do I like?", tenant, force=False, user="C-1")
+    assert cued["gate"] == {"decision": "retrieve", "reason": "about the user 'C-1'"}
     assert keys(cued) == ["n:1"]
+    named = ask(setup, "is jazz on the list?", tenant, force=False)  # no cue: memory decides
+    assert named["gate"] == {"decision": "retrieve", "reason": "names 'jazz' in memory"}
     forced = ask(setup, "what is the capital of France?", tenant, force=True)
     assert forced["gate"]["decision"] == "forced"
 

@@ -413,6 +413,38 @@ async def test_drop_tenant_removes_its_storage(backend: Backend, rng: np.random.
     assert await backend.index.point_ids(tenant) == {again.id}
 
 
+async def test_delete_and_compact_erase_points_and_keep_the_rest(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    other = new_tenant()
+    erased = [point(unit(rng), anchors=["customer:ERASE-ME"]) for _ in range(5)]
+    kept = [point(unit(rng), anchors=["customer:keep"]) for _ in range(30)]
+    await backend.index.upsert(tenant, erased + kept)
+    await backend.index.upsert(other, [point(unit(rng))])
+
+    assert await backend.index.delete(tenant, [p.id for p in erased] + [str(uuid.uuid4())]) == 5
+    await backend.index.compact(tenant)
+
+    assert await backend.index.point_ids(tenant) == {p.id for p in kept}
+    found = await backend.index.search(tenant, list(erased[0].vector), EVERYTHING, limit=100)
+    assert ids(found) == {p.id for p in kept}
+    by_id = {p.id: p for p in kept}
+    for hit in found:  # payloads and vectors survive the rewrite intact
+        assert dict(hit.payload) == dict(by_id[hit.id].payload)
+    [best] = await backend.index.search(tenant, list(kept[3].vector), EVERYTHING, limit=1)
+    assert best.id == kept[3].id and best.score == pytest.approx(1.0, abs=1e-5)
+    anchored = VectorFilter(current_only=False, anchors=("customer:keep",))
+    assert await search_all(backend.index, tenant, anchored) == {p.id for p in kept}
+    # Deleting again, or in an unknown tenant, is a no-op; the other tenant is untouched.
+    assert await backend.index.delete(tenant, [p.id for p in erased]) == 0
+    assert await backend.index.delete(new_tenant(), [p.id for p in erased]) == 0
+    await backend.index.compact(new_tenant())
+    assert await backend.index.count(other) == 1
+    await backend.index.upsert(tenant, [point(unit(rng))])  # writable after the rewrite
+    assert await backend.index.count(tenant) == 31
+
+
 async def test_concurrent_writers_and_readers(backend: Backend, rng: np.random.Generator) -> None:
     tenants = [new_tenant() for _ in range(3)]
     batches = {t: [[point(unit(rng)) for _ in range(10)] for _ in range(20)] for t in tenants}
@@ -483,6 +515,110 @@ async def test_edge_data_survives_close_and_reopen(
 
     with pytest.raises(AdapterError, match="Acme"):  # the stored dimension is checked on open
         await QdrantEdgeIndex(root, DIM * 2).count(tenant)
+
+
+def raw_count(root: Path, needle: bytes) -> int:
+    """How many times ``needle`` occurs in the bytes of every file under ``root``."""
+    return sum(f.read_bytes().count(needle) for f in root.rglob("*") if f.is_file())
+
+
+async def test_edge_compaction_leaves_no_byte_of_a_deleted_point(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    index = QdrantEdgeIndex(root, DIM)
+    canary = f"canary-{uuid.uuid4()}"
+    erased = [point(unit(rng), anchors=[f"customer:{canary}"]) for _ in range(3)]
+    kept = [point(unit(rng)) for _ in range(40)]
+    await index.upsert(tenant, erased + kept)
+    await index.optimize(tenant)
+    assert raw_count(root, canary.encode()) > 0
+
+    await index.delete(tenant, [p.id for p in erased])
+    # Measured: a delete (and an optimize) leaves the payload in the segments and the WAL.
+    assert raw_count(root, canary.encode()) > 0
+    await index.compact(tenant)
+    assert raw_count(root, canary.encode()) == 0
+    assert sorted(p.name for p in root.iterdir()) == [index.shard_dir(tenant).name]
+    await index.close()
+
+    reopened = QdrantEdgeIndex(root, DIM)
+    try:
+        assert await reopened.point_ids(tenant) == {p.id for p in kept}
+    finally:
+        await reopened.close()
+
+
+async def test_edge_compaction_interrupted_before_the_swap_is_recovered(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    index = QdrantEdgeIndex(root, DIM)
+    points = [point(unit(rng)) for _ in range(10)]
+    await index.upsert(tenant, points)
+    await index.close()
+    shard = index.shard_dir(tenant)
+    # A crash between the two renames: the old shard moved away, a half-built copy beside it.
+    shard.rename(shard.with_name(shard.name + ".old"))
+    (shard.with_name(shard.name + ".rewrite")).mkdir()
+
+    again = QdrantEdgeIndex(root, DIM)
+    try:
+        await again.compact(tenant)
+        assert await again.point_ids(tenant) == {p.id for p in points}
+        assert sorted(p.name for p in root.iterdir()) == [shard.name]
+    finally:
+        await again.close()
+
+
+_HOLDER = """
+import asyncio, sys
+from pathlib import Path
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+
+async def main() -> None:
+    index = QdrantEdgeIndex(Path(sys.argv[1]), int(sys.argv[2]))
+    print(await index.count(sys.argv[3]), flush=True)
+    sys.stdin.readline()
+    print(await index.count(sys.argv[3]), flush=True)  # still healthy after the refusal
+    await index.close()
+
+asyncio.run(main())
+"""
+
+
+async def test_edge_never_loads_a_shard_another_process_holds(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    root = tmp_path / "vectors"
+    first = QdrantEdgeIndex(root, DIM)
+    await first.upsert(tenant, [point(unit(rng)) for _ in range(5)])
+    await first.close()
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _HOLDER, str(root), str(DIM), tenant,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert (await asyncio.wait_for(holder.stdout.readline(), 60)).strip() == b"5"
+        second = QdrantEdgeIndex(root, DIM)
+        with pytest.raises(AdapterError, match="open in another process"):
+            await second.delete(tenant, [str(uuid.uuid4())])
+        with pytest.raises(AdapterError, match="open in another process"):
+            await second.compact(tenant)
+        holder.stdin.write(b"\n")
+        await holder.stdin.drain()
+        assert (await asyncio.wait_for(holder.stdout.readline(), 60)).strip() == b"5"
+        assert await asyncio.wait_for(holder.wait(), 60) == 0
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+    assert await second.count(tenant) == 5  # free again: opens
+    await second.close()
 
 
 _KILLED_WRITER = """

@@ -34,6 +34,14 @@ LONGER = {
     Path("services/bootstrap.py"): "the one composition root",
     # The SQL of the query path with the reasoning beside each statement.
     Path("services/adapters/postgres_queries.py"): "one statement per index, each explained",
+    # Word lists (English and Chinese cues, colours, ports, openings) beside the rules that read
+    # them: most of its lines are data.
+    Path("services/domain/lexicon.py"): "the cue lexicon's word lists",
+    # One class owns an Edge shard's whole life (open, write, search, delete, the erasure's
+    # rewrite and its recovery, the cross-process hold check): splitting it would share its lock.
+    Path("services/adapters/qdrant_edge.py"): "one shard's lifecycle under one lock",
+    # The query path's use case: gate, search, fuse, rank, build the reply, stated in order.
+    Path("services/handlers/retrieve.py"): "the query path in one reading order",
 }
 
 

@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
+from memstream.services.domain.text import agreement, tokens
 from memstream.services.domain.trust import (
+    RECENCY_FLOOR,
     TRUST_FLOOR,
     AuthorityTable,
     StateRules,
     TrustComponents,
     TrustProfile,
-    agreement,
     cross_validation,
     entity_binding,
     state_consistency,
-    tokens,
     trust_score,
 )
 
@@ -261,7 +261,9 @@ def test_trust_score_is_monotone_in_authority(parts: TrustComponents, bump: floa
 
 def test_trust_score_extremes_and_weights() -> None:
     assert trust_score(TrustComponents(1, 1, 1, 1, 1)) == pytest.approx(1.0)
-    assert trust_score(TrustComponents(0, 0, 0, 0, 0)) == pytest.approx(TRUST_FLOOR)
+    # every component at its floor; recency's floor is far lower (decay keeps deciding)
+    floors = TRUST_FLOOR**0.8 * RECENCY_FLOOR**0.2
+    assert trust_score(TrustComponents(0, 0, 0, 0, 0)) == pytest.approx(floors)
     only_authority = TrustProfile(1, 0, 0, 0, 0)
     assert trust_score(TrustComponents(0.3, 1, 1, 1, 1), only_authority) == pytest.approx(0.3)
     # default: weighted geometric mean, authority .30, recency .20, binding .25, state .15, cv .10

@@ -33,6 +33,7 @@ def options_from_args(args: Any) -> Options:
         sgd_cases=args.sgd_cases,
         seed=args.seed,
         suites=suites,
+        embedding_cache=Path(args.out) / ".embedding-cache",
     )
 
 

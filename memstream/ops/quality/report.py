@@ -19,7 +19,10 @@ from rich.table import Table
 from memstream.ops.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
 from memstream.ops.quality.scoring import ANSWERABLE, Scores
 
-TRAP_TARGET = 0.02
+TRAP_TARGET = 0.01
+HELDOUT_TARGET = 0.02
+LOCOMO_TARGET = 0.55
+SGD_TARGET = 0.98
 METHOD = (
     "Baselines: the question text, searched in the question's tenant (SGD: also filtered to "
     "the dialogue's own documents, as a per-user store would be).",
@@ -59,6 +62,12 @@ def targets(scores: Scores) -> list[str]:
     if trap is not None:
         verdict = "met" if trap <= TRAP_TARGET else "MISSED"
         lines.append(f"- trap wrong-memory rate ≤ {TRAP_TARGET:.0%}: **{verdict}** ({trap:.1%})")
+    held = scores.heldout.get("memstream", {}).get("all")
+    if held is not None:
+        verdict = "met" if held <= HELDOUT_TARGET else "MISSED"
+        lines.append(
+            f"- held-out trap wrong-memory rate ≤ {HELDOUT_TARGET:.0%}: **{verdict}** ({held:.1%})"
+        )
     r5 = {s: scores.locomo.get(s, {}).get(ANSWERABLE, {}).get("recall@5") for s in REPORTED}
     mine = r5.get("memstream")
     if mine is not None:
@@ -68,7 +77,74 @@ def targets(scores: Scores) -> list[str]:
             f"- LoCoMo recall@5 above every other system: **{verdict}** (memstream {mine:.3f}, "
             f"best baseline {best_other:.3f}; “{QUERY_ONLY}” is an ablation, not a competitor)"
         )
+        verdict = "met" if mine >= LOCOMO_TARGET else "MISSED"
+        lines.append(f"- LoCoMo recall@5 ≥ {LOCOMO_TARGET}: **{verdict}** ({mine:.3f}, in-process)")
+    sgd = scores.sgd.get("sgd", {}).get("memstream", {}).get("current above superseded")
+    if sgd is not None:
+        verdict = "met" if sgd >= SGD_TARGET else "MISSED"
+        lines.append(
+            f"- SGD current above superseded ≥ {SGD_TARGET:.0%}: **{verdict}** ({sgd:.1%})"
+        )
     return lines
+
+
+GATE_FALSE_SKIP_TARGET = 0.02
+GATE_INVALID_TARGET = 0.10
+
+
+def gate_section(scores: Scores) -> list[str]:
+    """The gate on the labelled set, next to "always retrieve"."""
+    g = scores.gate["all"]
+    out = ["## The gate on the labelled set (asked without force)", ""]
+    out += _table(
+        [
+            "policy",
+            "questions",
+            "false-skip rate ↓",
+            "invalid-query rate ↓",
+            "invalid share of retrievals ↓",
+        ],
+        [
+            [
+                "memstream's gate",
+                str(int(g["n"])),
+                _pct(g["false-skip rate"]),
+                _pct(g["invalid-query rate"]),
+                _pct(g["invalid share of retrievals"]),
+            ],
+            [
+                "always retrieve",
+                str(int(g["n"])),
+                _pct(0.0),
+                _pct(1.0),
+                _pct(g["always retrieve: invalid share of retrievals"]),
+            ],
+        ],
+    )
+    out += [
+        "False skip: a question that depends on memory came back skipped. Invalid query: a "
+        "question that does not (small talk, general knowledge, arithmetic, an instruction) was "
+        "answered from memory. Mean reply latency: skipped "
+        f"{g['mean latency ms, skipped']:.1f} ms, answered "
+        f"{g['mean latency ms, answered']:.1f} ms.",
+        "",
+        f"- gate false-skip ≤ {GATE_FALSE_SKIP_TARGET:.0%}: **"
+        + ("met" if g["false-skip rate"] <= GATE_FALSE_SKIP_TARGET else "MISSED")
+        + f"** ({g['false-skip rate']:.1%})",
+        f"- gate invalid-query rate ≤ {GATE_INVALID_TARGET:.0%}: **"
+        + ("met" if g["invalid-query rate"] <= GATE_INVALID_TARGET else "MISSED")
+        + f"** ({g['invalid-query rate']:.1%})",
+        "",
+    ]
+    rows = [
+        [group, str(int(v["n"])), _pct(v["answered"])]
+        for group, v in scores.gate.items()
+        if group != "all"
+    ]
+    out += _table(["group", "n", "answered from memory"], rows)
+    out += [f"**gate errors** ({len(scores.gate_misses)} listed)", ""]
+    out += [f"- {line}" for line in scores.gate_misses[:60]] or ["- none"]
+    return [*out, ""]
 
 
 def markdown(
@@ -97,26 +173,25 @@ def markdown(
         [[s, *(_cell(c, v) for c, v in row.items())] for s, row in headline.items()],
     )
     out += ["Targets (from the issue):", "", *targets(scores), ""]
-    if scores.traps:
-        out += ["## Trap suite: wrong-memory rate per family ↓", ""]
+    for title, rates, counts, forbidden in (
+        ("Trap suite", scores.traps, scores.trap_counts, scores.trap_forbidden),
+        ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
+    ):
+        if not rates:
+            continue
+        out += [f"## {title}: wrong-memory rate per family ↓", ""]
         out += [
             "Wrong = the top answer is not a right one, or a forbidden memory (retracted; another "
             "tenant's) is among the results (top 5).",
             "",
         ]
-        families = list(scores.trap_counts)
         out += _table(
             ["family", "n", *REPORTED],
-            [
-                [f, str(scores.trap_counts[f]), *(_pct(scores.traps[s].get(f)) for s in REPORTED)]
-                for f in families
-            ],
+            [[f, str(counts[f]), *(_pct(rates[s].get(f)) for s in REPORTED)] for f in counts],
         )
         out += [
             "Questions where a forbidden memory (a retracted post, another tenant's record) "
-            "was returned: "
-            + ", ".join(f"{s} {scores.trap_forbidden.get(s, 0)}" for s in REPORTED)
-            + ".",
+            "was returned: " + ", ".join(f"{s} {forbidden.get(s, 0)}" for s in REPORTED) + ".",
             "",
         ]
     if scores.locomo:
@@ -153,6 +228,20 @@ def markdown(
             listed = ", ".join(f"{reason}: {n}" for reason, n in why.items()) or "none"
             out += [f"- memstream's misses in {suite}: {listed}"]
         out += [""]
+    if scores.timeqa:
+        out += ["## TimeQA: the answer valid in the question's period, top 1 ↑", ""]
+        out += _table(
+            ["questions", *REPORTED],
+            [[str(scores.timeqa_count), *(_pct(scores.timeqa.get(s)) for s in REPORTED)]],
+        )
+        out += [
+            "Each (entity, relation) group's answers are versions of one memory (valid from the "
+            "period's first year); memstream is asked with as_of inside the period, the "
+            "baselines with the question text (its years included) over every version.",
+            "",
+        ]
+    if scores.gate:
+        out += gate_section(scores)
     out += ["## What each system is given", ""]
     out += [f"- {line}" for line in METHOD] + [""]
     out += ["## memstream's misses, with the scores from its replies", ""]
@@ -184,6 +273,10 @@ def chart(scores: Scores, path: Path) -> None:
     panels = []
     if scores.traps:
         panels.append(("trap suite: wrong-memory rate ↓", list(scores.trap_counts), scores.traps))
+    if scores.heldout:
+        panels.append(
+            ("held-out traps: wrong-memory rate ↓", list(scores.heldout_counts), scores.heldout)
+        )
     if scores.locomo:
         cats = list(scores.locomo_counts)
         values = {s: {c: scores.locomo[s][c]["recall@5"] for c in cats} for s in REPORTED}
@@ -242,3 +335,10 @@ def print_headline(scores: Scores, console: Console) -> None:
     console.print(table)
     for line in targets(scores):
         console.print(line.replace("**", ""))
+    if scores.gate:
+        g = scores.gate["all"]
+        console.print(
+            f"gate (labelled set, {int(g['n'])} questions): false-skip "
+            f"{g['false-skip rate']:.1%}, invalid-query {g['invalid-query rate']:.1%} "
+            "(always retrieve: 0.0 %, 100.0 %)"
+        )

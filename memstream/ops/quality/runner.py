@@ -12,6 +12,7 @@ Must not import streams.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 import tempfile
 import time
@@ -30,6 +31,7 @@ from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
 from memstream.ops.quality.baselines import TenantCorpus, build_corpora
 from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
+from memstream.ops.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.ops.quality.suite import Question, Suite, doc_id
 from memstream.ops.quality.traps import trap_suite
 from memstream.ops.stack import EmbeddedStack
@@ -42,7 +44,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "locomo", "sgd")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +59,7 @@ class Options:
     suites: tuple[str, ...] = ALL_SUITES
     concurrency: int = 8
     datasets: Path | None = None
+    embedding_cache: Path | None = None
 
     def describe(self) -> dict[str, str]:
         def shown(value: int | None) -> str:
@@ -83,6 +86,7 @@ class SuiteRun:
     dead_letters: int = 0
     errors: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    gate: list[GateOutcome] = field(default_factory=list)  # the gate set's questions, unforced
 
 
 class CachedEmbedder:
@@ -126,19 +130,48 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
     suites: list[Suite] = []
     if "traps" in options.suites:
         suites.append(trap_suite(options.traps_per_family, now, options.seed))
+    if "heldout" in options.suites:
+        from memstream.ops.quality.heldout import heldout_suite
+
+        suites.append(heldout_suite(options.traps_per_family, now))
     if "locomo" in options.suites:
         suites.append(
             locomo_suite(root, options.locomo_conversations, options.locomo_questions, options.seed)
         )
     if "sgd" in options.suites:
         suites.extend(sgd_suites(root, options.sgd_cases, options.seed))
+    if "timeqa" in options.suites:
+        from memstream.ops.quality.timeqa import timeqa_suite
+
+        suites.append(timeqa_suite(root))
     return suites
 
 
-def embed_all(model: Any, texts: Sequence[str], console: Console) -> dict[str, np.ndarray]:
-    """Every distinct text embedded once (batches of 256), as float32 unit vectors."""
+def _cache_file(cache: Path, model: Any) -> Path:
+    tag = hashlib.sha256(repr(getattr(model, "cache_tag", type(model))).encode()).hexdigest()
+    return cache / f"embeddings-{tag[:12]}.npz"
+
+
+def embed_all(
+    model: Any, texts: Sequence[str], console: Console, cache: Path | None = None
+) -> dict[str, np.ndarray]:
+    """Every distinct text embedded once (batches of 256), as float32 unit vectors.
+
+    With ``cache`` (a folder), vectors of texts embedded by an earlier run of the same model are
+    read back from ``embeddings-<model>.npz`` there and the new ones added to it."""
     distinct = list(dict.fromkeys(texts))
     vectors: dict[str, np.ndarray] = {}
+    known: dict[str, np.ndarray] = {}
+    if cache is not None and _cache_file(cache, model).is_file():
+        with np.load(_cache_file(cache, model)) as stored:
+            known = {key: stored[key] for key in stored.files}
+    keys = {text: hashlib.sha256(text.encode()).hexdigest() for text in distinct}
+    for text in distinct:
+        if keys[text] in known:
+            vectors[text] = known[keys[text]]
+    if vectors:
+        console.print(f"  {len(vectors)} vectors read from the embedding cache")
+    distinct = [text for text in distinct if text not in vectors]
     started = time.perf_counter()
     for start in range(0, len(distinct), 256):
         batch = distinct[start : start + 256]
@@ -148,6 +181,10 @@ def embed_all(model: Any, texts: Sequence[str], console: Console) -> dict[str, n
         if done % 2048 < 256 or done == len(distinct):
             rate = done / (time.perf_counter() - started)
             console.print(f"  embedded {done}/{len(distinct)} texts ({rate:.0f}/s)")
+    if cache is not None and distinct:
+        cache.mkdir(parents=True, exist_ok=True)
+        known.update({keys[text]: vector for text, vector in vectors.items()})
+        np.savez(_cache_file(cache, model), **known)  # type: ignore[arg-type]
     return vectors
 
 
@@ -214,6 +251,32 @@ async def _ask_memstream(
     return [[r["version_id"] for r in rs] for rs in replies], list(replies), errors
 
 
+async def _ask_gate(
+    local: Any, questions: Sequence[GateQuestion], concurrency: int
+) -> list[GateOutcome]:
+    """The gate set's questions of one suite, asked as an agent would: without ``force``."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(question: GateQuestion) -> GateOutcome:
+        request = {
+            "request_id": f"g-{uuid.uuid4().hex[:12]}",
+            "tenant_id": question.tenant_id,
+            "query": question.query,
+            "limit": 10,
+            **question.request,
+        }
+        async with limit:
+            reply = await local.retrieve(request)
+        return GateOutcome(
+            question,
+            reply.get("status") == "ok",
+            str((reply.get("gate") or {}).get("reason", "")),
+            float((reply.get("latency_ms") or {}).get("total", 0.0)),
+        )
+
+    return list(await asyncio.gather(*(one(q) for q in questions)))
+
+
 async def run_suites(
     settings: Settings,
     suites: Sequence[Suite],
@@ -221,6 +284,7 @@ async def run_suites(
     vectors: Mapping[str, np.ndarray],
     options: Options,
     console: Console,
+    gate_questions: Sequence[GateQuestion] = (),
 ) -> list[SuiteRun]:
     local = await LocalMemstream.start(settings, embedder=embedder)
     runs = []
@@ -254,6 +318,11 @@ async def run_suites(
                 for name, ids in found.items():
                     run.rankings[name].append(ids)
             run.seconds["baseline questions"] = time.perf_counter() - started
+            mine = [q for q in gate_questions if q.suite == suite.name]
+            if mine:
+                started = time.perf_counter()
+                run.gate = await _ask_gate(local, mine, options.concurrency)
+                run.seconds["gate set"] = time.perf_counter() - started
             runs.append(run)
     finally:
         await local.stop()
@@ -274,10 +343,13 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     settings = Settings(data_dir=data_dir, broker="unused", model_path=base.model_path)
     clock = time.perf_counter()
     model = bootstrap.load_embedder(settings)
+    model.cache_tag = str(bootstrap.resolve_model_path(settings))  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
+    gate_questions = gate_set(suites, options.seed)
+    texts += [q.query for q in gate_questions]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")
-    vectors = embed_all(model, texts, console)
+    vectors = embed_all(model, texts, console, options.embedding_cache)
     stages["embed (once, all systems)"] = time.perf_counter() - clock
 
     stack = _StackWithoutBroker(settings, write_runtime=False)
@@ -289,7 +361,9 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         embedder = CachedEmbedder(vectors, model)
         stages["start stack"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        runs = asyncio.run(run_suites(resolved, suites, embedder, vectors, options, console))
+        runs = asyncio.run(
+            run_suites(resolved, suites, embedder, vectors, options, console, gate_questions)
+        )
         stages["ingest + ask"] = time.perf_counter() - clock
         if embedder.misses:
             console.print(f"[yellow]memstream embedded {embedder.misses} texts not cached[/]")

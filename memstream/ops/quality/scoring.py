@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memstream.ops.quality import metrics
+from memstream.ops.quality.gate_set import gate_rates
 from memstream.ops.quality.runner import REPORTED, SuiteRun
 from memstream.ops.quality.suite import Question
 
@@ -36,6 +37,13 @@ class Scores:
     sgd_counts: dict[str, int] = field(default_factory=dict)
     sgd_misses: dict[str, dict[str, int]] = field(default_factory=dict)  # suite → why → count
     examples: dict[str, list[str]] = field(default_factory=dict)  # suite → lines
+    heldout: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    heldout_counts: dict[str, int] = field(default_factory=dict)
+    heldout_forbidden: dict[str, int] = field(default_factory=dict)
+    timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
+    timeqa_count: int = 0
+    gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
+    gate_misses: list[str] = field(default_factory=list)
 
     def headline(self) -> dict[str, dict[str, float | None]]:
         """system → the headline figures (None where a suite did not run)."""
@@ -44,6 +52,7 @@ class Scores:
             locomo = self.locomo.get(system, {}).get(ANSWERABLE, {})
             rows[system] = {
                 "trap wrong-memory rate ↓": self.traps.get(system, {}).get("all"),
+                "held-out trap wrong-memory rate ↓": self.heldout.get(system, {}).get("all"),
                 "LoCoMo recall@5 (cat. 1-4) ↑": locomo.get("recall@5"),
                 "LoCoMo MRR (cat. 1-4) ↑": locomo.get("MRR"),
                 "SGD current above superseded ↑": self.sgd.get("sgd", {})
@@ -52,6 +61,7 @@ class Scores:
                 "SGD, turns as separate memories ↑": self.sgd.get("sgd_turns", {})
                 .get(system, {})
                 .get("current above superseded"),
+                "TimeQA as-of top-1 ↑": self.timeqa.get(system),
             }
         return rows
 
@@ -70,6 +80,11 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 
 
 def score_traps(run: SuiteRun, scores: Scores) -> None:
+    """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``."""
+    held = run.suite.name == "heldout"
+    rates = scores.heldout if held else scores.traps
+    counts = scores.heldout_counts if held else scores.trap_counts
+    forbidden = scores.heldout_forbidden if held else scores.trap_forbidden
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -77,15 +92,15 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
             verdict = metrics.answer_is_wrong(ranked, question.right, question.forbidden)
             wrong[question.group].append(verdict)
             wrong["all"].append(verdict)
-        scores.traps[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
-        scores.trap_forbidden[system] = sum(
+        rates[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
+        forbidden[system] = sum(
             1
             for question, ranked in zip(questions, run.rankings[system], strict=True)
             if question.forbidden.intersection(ranked)
         )
     for question in questions:
-        scores.trap_counts[question.group] = scores.trap_counts.get(question.group, 0) + 1
-    scores.trap_counts["all"] = len(questions)
+        counts[question.group] = counts.get(question.group, 0) + 1
+    counts["all"] = len(questions)
     lines = []
     for question, ranked, reply in zip(
         questions, run.rankings["memstream"], run.replies, strict=True
@@ -96,7 +111,7 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
                 f"{question.group} · “{question.query}” {dict(question.request)} — right: "
                 f"“{right}” — memstream: {_explain(reply)}"
             )
-    scores.examples["traps"] = lines
+    scores.examples[run.suite.name] = lines
 
 
 def _locomo_metrics(pairs: list[tuple[list[str], Question]]) -> dict[str, float]:
@@ -184,13 +199,48 @@ def score_sgd(run: SuiteRun, scores: Scores) -> None:
     scores.examples[run.suite.name] = lines
 
 
+def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
+    outcomes = [o for run in runs for o in run.gate]
+    if not outcomes:
+        return
+    scores.gate = gate_rates(outcomes)
+    scores.gate_misses = [
+        f"{'false skip' if o.question.needs_memory else 'let through'} · {o.question.group} · "
+        f"“{o.question.query}” {dict(o.question.request)} — {o.reason}"
+        for o in outcomes
+        if o.answered != o.question.needs_memory
+    ]
+
+
+def score_timeqa(run: SuiteRun, scores: Scores) -> None:
+    """Top-1 accuracy: the version valid in the question's period ranks first."""
+    questions = run.suite.questions
+    scores.timeqa_count = len(questions)
+    for system in REPORTED:
+        hits = [
+            bool(ranked) and ranked[0] in question.right
+            for question, ranked in zip(questions, run.rankings[system], strict=True)
+        ]
+        scores.timeqa[system] = sum(hits) / len(hits) if hits else 0.0
+    lines = []
+    for question, ranked, reply in zip(
+        questions, run.rankings["memstream"], run.replies, strict=True
+    ):
+        if not ranked or ranked[0] not in question.right:
+            lines.append(f"“{question.query}” {dict(question.request)} — {_explain(reply, 2)}")
+    scores.examples["timeqa"] = lines[:30]
+
+
 def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
+    score_gate(runs, scores)
     for run in runs:
-        if run.suite.name == "traps":
+        if run.suite.name in ("traps", "heldout"):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
+        elif run.suite.name == "timeqa":
+            score_timeqa(run, scores)
         else:
             score_sgd(run, scores)
     return scores

@@ -20,6 +20,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memstream.services.domain.erasure import erasure_lock_key
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from memstream.services.domain.versioning import Placement
 from memstream.services.ports import (
@@ -218,6 +219,11 @@ class PostgresMemoryRepository:
     async def _open(
         self, conn: psycopg.AsyncConnection[Any], event: MemoryEvent
     ) -> PostgresMemoryWrite:
+        # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+            (erasure_lock_key(event.tenant_id),),
+        )
         await conn.execute(
             "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
             (f"{event.tenant_id}\x1f{event.memory_key}",),
@@ -271,7 +277,9 @@ class PostgresMemoryRepository:
     async def pending_index(
         self, keys: Sequence[tuple[str, str]] | None, limit: int
     ) -> list[IndexTask]:
-        where: sql.Composable = sql.SQL("(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT'")
+        where: sql.Composable = sql.SQL(
+            "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT' AND erased_at IS NULL"
+        )
         params: list[Any] = []
         if keys is not None:
             if not keys:

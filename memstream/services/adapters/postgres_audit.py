@@ -61,3 +61,22 @@ class PostgresQueryLog:
                 return list(await cur.fetchall())
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"reading the log of request {request_id!r}") from exc
+
+    async def answers_about(
+        self, tenant_id: str, memory_key: str, limit: int = 20
+    ) -> list[dict[str, Any]]:
+        """The latest logged answers of ``tenant_id`` that returned a version of
+        ``memory_key`` (newest first): when it was served, with what scores."""
+        probe = json.dumps([{"memory_key": memory_key}])
+        try:
+            async with self._pool.connection() as conn:
+                cur = conn.cursor(row_factory=dict_row)
+                await cur.execute(
+                    "SELECT request_id, tenant_id, answered_at, status, request, reply"
+                    " FROM query_log WHERE tenant_id = %s AND reply -> 'results' @> %s::jsonb"
+                    " ORDER BY id DESC LIMIT %s",
+                    (tenant_id, probe, limit),
+                )
+                return list(await cur.fetchall())
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading the answers about {memory_key!r}") from exc

@@ -50,6 +50,7 @@ _SCOPE = sql.SQL(
     " ON d.tenant_id = l.tenant_id"
     " WHERE (%(tenants)s::text[] IS NULL OR l.tenant_id = ANY(%(tenants)s::text[]))"
     " AND (%(until)s::timestamptz IS NULL OR l.received_at <= %(until)s)"
+    " AND l.erased_at IS NULL"  # erased events are never replayed (their payload is gone)
     ' AND (d.tenant_id IS NULL OR ({key}) > (d.received_at, d.topic, d."partition",'
     ' d."offset", d.tenant_id, d.event_id))'
 ).format(key=_KEY)
@@ -77,12 +78,14 @@ _VERSIONS = sql.SQL(
     " SELECT m.*, l.received_at AS ledger_received_at FROM memory_versions m"
     " JOIN event_ledger l ON l.tenant_id = m.tenant_id AND l.event_id = m.event_id"
     " WHERE (%(tenants)s::text[] IS NULL OR m.tenant_id = ANY(%(tenants)s::text[]))"
+    " AND m.erased_at IS NULL"  # erased: tombstones that no replay reproduces, by design
     " AND (%(until)s::timestamptz IS NULL OR l.received_at <= %(until)s)) AS v"
 ).format(columns=VERSION_SQL)
 _LEDGER = sql.SQL(
     'SELECT tenant_id, event_id, memory_key, op, version_id::text, outcome, topic, "partition",'
     ' "offset", received_at, md5(payload::text) FROM event_ledger'
     " WHERE (%(tenants)s::text[] IS NULL OR tenant_id = ANY(%(tenants)s::text[]))"
+    " AND erased_at IS NULL"
     " AND (%(until)s::timestamptz IS NULL OR received_at <= %(until)s)"
 )
 _RANGES = sql.SQL(
@@ -104,6 +107,11 @@ _RECEIVED = sql.SQL(
     'SELECT "offset", received_at FROM event_ledger WHERE topic = %(t)s AND'
     ' "partition" = %(p)s AND "offset" = ANY(%(o)s) UNION ALL SELECT "offset", failed_at'
     ' FROM dead_letters WHERE topic = %(t)s AND "partition" = %(p)s AND "offset" = ANY(%(o)s)'
+)
+_ERASED = sql.SQL(
+    "SELECT l.tenant_id, l.event_id FROM event_ledger l"
+    " JOIN unnest(%s::text[], %s::text[]) AS i(tenant_id, event_id)"
+    " ON l.tenant_id = i.tenant_id AND l.event_id = i.event_id WHERE l.erased_at IS NOT NULL"
 )
 _WRITE_META = sql.SQL(
     "INSERT INTO replay_meta (source, tenants, until, vectors) VALUES (%s, %s, %s, %s)"
@@ -168,8 +176,8 @@ class PostgresLedger:
     async def pending_count(self, tenants: Sequence[str] | None) -> int:
         row = await self._one(sql.SQL(
             "SELECT count(*) FROM memory_versions WHERE (%(t)s::text[] IS NULL OR"
-            " tenant_id = ANY(%(t)s::text[])) AND op = 'UPSERT' AND"
-            " (indexed_at IS NULL OR index_dirty)"
+            " tenant_id = ANY(%(t)s::text[])) AND op = 'UPSERT' AND erased_at IS NULL"
+            " AND (indexed_at IS NULL OR index_dirty)"
         ), {"t": list(tenants) if tenants is not None else None})  # fmt: skip
         return int(row[0])
 
@@ -182,14 +190,15 @@ class PostgresLedger:
     async def upsert_counts(self, tenant_id: str) -> list[tuple[str, int]]:
         rows = await self._rows(sql.SQL(
             "SELECT memory_key, count(*) FROM memory_versions WHERE tenant_id = %s AND"
-            ' op = \'UPSERT\' GROUP BY memory_key ORDER BY memory_key COLLATE "C"'
+            " op = 'UPSERT' AND erased_at IS NULL"
+            ' GROUP BY memory_key ORDER BY memory_key COLLATE "C"'
         ), (tenant_id,))  # fmt: skip
         return [(key, int(n)) for key, n in rows]
 
     async def upsert_ids(self, tenant_id: str) -> list[tuple[str, str]]:
         return [tuple(r) for r in await self._rows(sql.SQL(
             "SELECT version_id::text, memory_key FROM memory_versions"
-            " WHERE tenant_id = %s AND op = 'UPSERT'"
+            " WHERE tenant_id = %s AND op = 'UPSERT' AND erased_at IS NULL"
         ), (tenant_id,))]  # fmt: skip
 
     async def mark_unindexed(self, version_ids: Sequence[str]) -> None:
@@ -272,6 +281,12 @@ class PostgresLedger:
 
     async def held_offsets(self, topic: str) -> dict[int, int]:
         return {int(p): int(o) for p, o in await self._rows(_HELD, {"t": topic})}
+
+    async def erased_events(self, ids: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        if not ids:
+            return set()
+        rows = await self._rows(_ERASED, ([t for t, _ in ids], [e for _, e in ids]))
+        return {(str(t), str(e)) for t, e in rows}
 
     async def received(
         self, topic: str, partition: int, offsets: Sequence[int]

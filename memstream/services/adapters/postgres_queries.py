@@ -31,7 +31,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memstream.services.adapters.postgres import VERSION_SQL, row_to_version, translate
-from memstream.services.domain.gating import exact_terms
+from memstream.services.domain.lexicon import exact_terms
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.ports import KeywordHit, VectorFilter
 
@@ -81,7 +81,7 @@ def _grams(run: str) -> list[str]:
 def query_terms(query: str) -> list[Term]:
     """The distinct terms of ``query``, in order of discovery: words (letters/digits, minus
     stop words and one-character tokens; hyphenated ones whole and split), the bigrams of each
-    CJK run (the character itself for a one-character run), and ``gating.exact_terms``. A term
+    CJK run (the character itself for a one-character run), and ``lexicon.exact_terms``. A term
     found by several rules keeps the highest weight and every way of matching."""
     lowered = query.lower()
     found: dict[str, Term] = {}
@@ -313,7 +313,7 @@ class PostgresMemoryQueries:
 
             score = Σ w(t)·found(t) / Σ w(t)   over the distinct query terms t
 
-        where w(t) = 3 for an exact term (``gating.exact_terms``: model numbers, ports, ids,
+        where w(t) = 3 for an exact term (``lexicon.exact_terms``: model numbers, ports, ids,
         quoted strings, colours) and 1 for a word or a CJK gram; found(t) = 1 when t is a
         substring of lower(search_text) — for an exact term, one not inside a longer ASCII
         word or number ("red" is not found in "reduced", "xr-500" not in "xr-5000") — else 0.

@@ -184,6 +184,49 @@ class QdrantServerIndex:
             for p in response.points
         ]
 
+    async def delete(self, tenant_id: str, point_ids: Sequence[str]) -> int:
+        """Delete these points (erasure); returns how many existed. Unknown ids are ignored."""
+        if not point_ids:
+            return 0
+        ids = [canonical_id(tenant_id, pid) for pid in point_ids]
+        name = await self._existing(tenant_id)
+        if name is None:
+            return 0
+        found = await self._call(
+            tenant_id,
+            f"retrieve of {len(ids)} points",
+            self._client.retrieve(name, ids, with_payload=False, with_vectors=False),
+        )
+        if found:
+            await self._call(
+                tenant_id,
+                f"delete of {len(found)} points",
+                self._client.delete(name, qm.PointIdsList(points=[r.id for r in found]), wait=True),
+            )
+        return len(found)
+
+    async def compact(self, tenant_id: str) -> None:
+        """Ask the server to rewrite the collection's segments without deleted points.
+
+        Qdrant's vacuum optimizer rewrites a segment once its share of deleted points passes
+        ``deleted_threshold``; setting it to 0 makes the next optimisation pass vacuum every
+        segment that holds a deleted point. The WAL keeps the operations until it rolls over
+        (``wal_capacity_mb``): see README, "Erasure". Local mode has no files to rewrite.
+        """
+        name = await self._existing(tenant_id)
+        if name is None:
+            return
+        await self._call(
+            tenant_id,
+            "compaction",
+            self._client.update_collection(
+                name,
+                optimizers_config=qm.OptimizersConfigDiff(
+                    deleted_threshold=0.0, vacuum_min_vector_number=0
+                ),
+            ),
+        )
+
     async def count(self, tenant_id: str) -> int:
         name = await self._existing(tenant_id)
         if name is None:

@@ -48,6 +48,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
+from memstream.services.ports import AdapterError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -225,6 +227,31 @@ class RedisCache:
     async def invalidate_tenant(self, tenant_id: str) -> None:
         key = self._gen_key(_sha(tenant_id)[:32])
         await self._run("reply", lambda: self._invalidate(keys=[key], args=[self._gen_ms]))
+
+    async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
+        """Erasure: bump the generation (no reply computed before can be stored after), then
+        DELETE every reply key of the tenant (SCAN, every generation); nothing else of a version is
+        cached. Unlike the other calls this one raises ``AdapterError`` on failure."""
+        tenant_h = _sha(tenant_id)[:32]
+        pattern = (
+            "".join("\\" + c if c in "\\*?[]" else c for c in self._reply_prefix(tenant_h)) + "*"
+        )
+        try:
+            await self._invalidate(keys=[self._gen_key(tenant_h)], args=[self._gen_ms])
+            deleted = 0
+            batch: list[bytes] = []
+            async for key in self._client.scan_iter(match=pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    deleted += int(await self._client.delete(*batch))
+                    batch = []
+            if batch:
+                deleted += int(await self._client.delete(*batch))
+        except (redis.RedisError, OSError) as exc:
+            raise AdapterError(
+                f"cannot purge the cached replies of tenant {tenant_id!r}: {exc}"
+            ) from exc
+        return deleted
 
     async def close(self) -> None:
         try:

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.query import Candidate, ScoredResult
-from memstream.services.domain.trust import AuthorityTable, agreement, attribute_clash
+from memstream.services.domain.text import agreement, attribute_clash
+from memstream.services.domain.trust import AuthorityTable
 
 DEMOTION = 0.5
 LOW_OVERLAP = 0.35

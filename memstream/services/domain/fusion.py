@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memstream.services.domain.errors import DomainError
-from memstream.services.domain.gating import ANAPHORA, TIME_WORD, exact_terms, find_cues
+from memstream.services.domain.lexicon import ANAPHORA, TIME_WORD, exact_terms, find_cues
 from memstream.services.domain.query import RetrievalRequest
 
 __all__ = [

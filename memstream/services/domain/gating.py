@@ -1,262 +1,59 @@
 """Gating: whether a request should be answered from memory at all, and why.
 
-A query depends on memory when it carries a cue — time words ("yesterday", "上次"), possessives
-("my", "我的"), state verbs ("returned", "退货"), anaphora ("that one", "它"), an entity id or an
-exact attribute ("XR-500", "USB-C") — or when the request carries conversation context (active
-entities or task) or an explicit time (time window, a past as_of). Otherwise it is skipped with
-the reason "no memory cue: generic question". Under high load only strong cues pass. ``force``
-always passes. Also home of the query's cue lexicons and ``exact_terms``, which fusion shares.
+In order:
+
+1. ``force`` always passes ("forced").
+2. A strong cue in the query (``lexicon.find_cues``: time words "yesterday"/"上次",
+   possessives "my"/"我的", state verbs "returned"/"退货", an entity id "XR-500") or in the
+   request (a time window, a past as_of / known_at) passes, as does conversation context
+   (active entities, an active task).
+3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
+   instruction to the agent) is skipped — an instruction that says "my" is looked at instead
+   ("summarize my complaints" may be about the user's records); a question about the
+   speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker`` and
+   ``about_the_user``: "what music do I like?", "what does the user want now?") passes.
+4. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
+5. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
+   looked at (``probe``): the handler retrieves and passes ``MemoryEvidence``; the question is
+   answered when it names something the tenant's memory holds (a word of the question, not a
+   common one, found in the memories retrieved, with those memories at least ``NAMED_NEAR``
+   similar) or when the nearest memory is close (cosine ≥ ``NEAR``); else it is skipped with
+   the nearest similarity in the reason.
+
+Every skip reason ends with how to force (``FORCE_HINT``).
 Pure: ``now`` is a parameter. Must not import any I/O library.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from memstream.services.domain.lexicon import (
+    ARITHMETIC,
+    CONTEXT,
+    ENTITY_ID,
+    EXACT_ATTRIBUTE,
+    EXPLICIT_TIME,
+    INSTRUCTION,
+    POSSESSIVE,
+    Cue,
+    about_the_speaker,
+    about_the_user,
+    chatter,
+    content_terms,
+    find_cues,
+)
 from memstream.services.domain.query import RetrievalRequest
 
 HIGH_LOAD = 0.9
-
-# Cue kinds, as they appear in reasons.
-TIME_WORD = "time word"
-POSSESSIVE = "possessive"
-STATE_VERB = "state verb"
-ANAPHORA = "anaphora"
-FIRST_PERSON = "first person"
-ENTITY_ID = "entity id"
-EXACT_ATTRIBUTE = "exact attribute"
-EXPLICIT_TIME = "explicit time"
-CONTEXT = "context"
-
-# (phrase, strong). A strong cue alone makes memory worth fetching even under load; a weak one
-# ("when", "it") is often generic ("when was the Eiffel tower built?").
-_TIME_WORDS_EN = (
-    *(
-        (w, True)
-        for w in (
-            "yesterday",
-            "last week",
-            "last month",
-            "last year",
-            "last time",
-            "ago",
-            "earlier",
-            "previously",
-            "recently",
-            "lately",
-            "this morning",
-        )
-    ),
-    *((w, False) for w in ("when", "before", "since")),
-)
-_TIME_WORDS_ZH = (
-    *(
-        (w, True)
-        for w in ("上次", "昨天", "前天", "之前", "最近", "上周", "上个月", "去年", "刚才", "以前")
-    ),
-    *((w, False) for w in ("什么时候", "何时")),
-)
-_POSSESSIVES_EN = tuple((w, True) for w in ("my", "mine", "our", "ours"))
-_POSSESSIVES_ZH = tuple((w, True) for w in ("我的", "我们的", "咱们的"))
-_STATE_VERBS_EN = tuple(
-    (w, True)
-    for w in (
-        "returned",
-        "ordered",
-        "complained",
-        "bought",
-        "purchased",
-        "status",
-        "still",
-        "resolved",
-        "refunded",
-        "shipped",
-        "delivered",
-        "cancelled",
-        "canceled",
-        "paid",
-        "reported",
-        "escalated",
-        "pending",
-        "tracking",
-    )
-)
-_STATE_VERBS_ZH = tuple(
-    (w, True)
-    for w in (
-        "退货",
-        "买了",
-        "购买",
-        "投诉",
-        "状态",
-        "退款",
-        "发货",
-        "到货",
-        "下单",
-        "订单",
-        "取消",
-        "解决",
-        "还没",
-    )
-)
-# "do I like jazz?" asks about the user, but "can I pay by card?" does not: weak cues.
-_FIRST_PERSON_EN = tuple((w, False) for w in ("i", "me", "we", "us", "i'm", "i've", "i'd"))
-_FIRST_PERSON_ZH = tuple((w, False) for w in ("我", "我们"))
-_ANAPHORA_EN = tuple(
-    (w, False) for w in ("that one", "this one", "the same one", "the other one", "it", "them")
-)
-_ANAPHORA_ZH = tuple((w, False) for w in ("那个", "这个", "那款", "这款", "那件", "它们", "它"))
-
-_LEXICON: tuple[tuple[str, tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]], ...] = (
-    (POSSESSIVE, _POSSESSIVES_EN, _POSSESSIVES_ZH),
-    (STATE_VERB, _STATE_VERBS_EN, _STATE_VERBS_ZH),
-    (TIME_WORD, _TIME_WORDS_EN, _TIME_WORDS_ZH),
-    (ANAPHORA, _ANAPHORA_EN, _ANAPHORA_ZH),
-    (FIRST_PERSON, _FIRST_PERSON_EN, _FIRST_PERSON_ZH),
-)
-
-
-def _english(phrase: str) -> re.Pattern[str]:
-    words = r"\s+".join(re.escape(word) for word in phrase.split())
-    return re.compile(rf"(?<![a-z0-9]){words}(?![a-z0-9])", re.IGNORECASE)
-
-
-_PATTERNS: tuple[tuple[str, re.Pattern[str], str, bool], ...] = tuple(
-    (kind, _english(phrase), phrase, strong)
-    for kind, english, _ in _LEXICON
-    for phrase, strong in english
-)
-_CHINESE: tuple[tuple[str, str, bool], ...] = tuple(
-    (kind, phrase, strong) for kind, _, chinese in _LEXICON for phrase, strong in chinese
-)
-
-# --- exact terms -----------------------------------------------------------------------------
-
-_QUOTED = re.compile(
-    r"\"([^\"]{1,80})\"|“([^”]{1,80})”|「([^」]{1,80})」"
-    r"|(?<![A-Za-z0-9])'([^']{2,80})'(?![A-Za-z0-9])"  # not the apostrophe of "what's"
-)
-# Letters and digits mixed, hyphens allowed: model numbers, ids, sizes ("XR-500", "C-17", "65W").
-_ALNUM_ID = re.compile(
-    r"(?<![A-Za-z0-9])(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])"
-    r"[A-Za-z0-9](?:[A-Za-z0-9_-]*[A-Za-z0-9])?(?![A-Za-z0-9])"
-)
-# Upper-case codes with a hyphenated part: connectors and standards ("USB-C", "WI-FI").
-_CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?:-[A-Z0-9]+)+(?![A-Za-z0-9])")
-_NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9])")
-_PORTS = ("hdmi", "displayport", "thunderbolt", "lightning", "ethernet", "micro-usb", "usb")
-_COLOURS_EN = (
-    "black",
-    "white",
-    "red",
-    "blue",
-    "green",
-    "yellow",
-    "orange",
-    "purple",
-    "pink",
-    "brown",
-    "grey",
-    "gray",
-    "silver",
-    "gold",
-    "navy",
-    "beige",
-)
-_COLOURS_ZH = (
-    "黑色",
-    "白色",
-    "红色",
-    "蓝色",
-    "绿色",
-    "黄色",
-    "橙色",
-    "紫色",
-    "粉色",
-    "灰色",
-    "银色",
-    "金色",
-)
-_WORD_TERMS = tuple((word, _english(word)) for word in (*_PORTS, *_COLOURS_EN))
-
-
-def exact_terms(query: str) -> tuple[str, ...]:
-    """The exact attributes a query names, in order of appearance, without repeats.
-
-    Quoted strings, ids and model numbers (letters mixed with digits), upper-case codes
-    ("USB-C"), connector names, colours (English and Chinese) and standalone numbers.
-    """
-    found: list[tuple[int, str]] = []
-    spans: list[tuple[int, int]] = []
-
-    def add(start: int, end: int, text: str) -> None:
-        if any(start < e and s < end for s, e in spans):
-            return  # inside a term already found (a number within "XR-500")
-        spans.append((start, end))
-        found.append((start, text))
-
-    for match in _QUOTED.finditer(query):
-        text = next(group for group in match.groups() if group is not None)
-        add(match.start(), match.end(), text.strip())
-    for pattern in (_CODE, _ALNUM_ID):
-        for match in pattern.finditer(query):
-            add(match.start(), match.end(), match.group(0))
-    for _, pattern in _WORD_TERMS:
-        for match in pattern.finditer(query):
-            add(match.start(), match.end(), match.group(0))
-    for colour in _COLOURS_ZH:
-        start = query.find(colour)
-        if start >= 0:
-            add(start, start + len(colour), colour)
-    for match in _NUMBER.finditer(query):
-        add(match.start(), match.end(), match.group(0))
-    unique: dict[str, None] = {}
-    for _, text in sorted(found):
-        if text:
-            unique.setdefault(text, None)
-    return tuple(unique)
-
-
-def _is_id_like(term: str) -> bool:
-    """Letters and digits, and long or hyphenated: "XR-500", "C-17", "ORD12345" (not "5G")."""
-    mixed = re.search(r"\d", term) and re.search(r"[A-Za-z]", term)
-    return bool(mixed and ("-" in term or "_" in term or len(term) >= 5))
-
-
-# --- cues ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Cue:
-    """One reason a query depends on memory: its kind, the words found, and its strength."""
-
-    kind: str
-    text: str
-    strong: bool
-
-    def describe(self) -> str:
-        return f"{self.kind} '{self.text}'"
-
-
-def find_cues(query: str) -> tuple[Cue, ...]:
-    """Every memory cue in the query text, in lexicon order (possessives first)."""
-    cues: list[Cue] = []
-    lowered = query.casefold()
-    for kind, pattern, phrase, strong in _PATTERNS:
-        if pattern.search(query):
-            cues.append(Cue(kind, phrase, strong))
-    for kind, phrase, strong in _CHINESE:
-        if phrase in lowered:
-            cues.append(Cue(kind, phrase, strong))
-    for term in exact_terms(query):
-        if _is_id_like(term):
-            cues.append(Cue(ENTITY_ID, term, True))
-        else:
-            cues.append(Cue(EXACT_ATTRIBUTE, term, False))
-    order = {kind: i for i, kind in enumerate((POSSESSIVE, STATE_VERB, TIME_WORD, ENTITY_ID))}
-    return tuple(sorted(cues, key=lambda cue: order.get(cue.kind, len(order))))
+# Cosine similarity (the bundled MiniLM) of the question and its nearest memory above which a
+# question is about what memory holds, and the lower bar when it also names a held term.
+NEAR = 0.45
+NAMED_NEAR = 0.10
+FORCE_HINT = "send force=true to retrieve anyway"
+GENERIC = "no memory cue: generic question"
 
 
 def _request_cues(request: RetrievalRequest, now: datetime) -> list[Cue]:
@@ -276,25 +73,88 @@ def _request_cues(request: RetrievalRequest, now: datetime) -> list[Cue]:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryEvidence:
+    """What a look at the tenant's memory found: the best cosine similarity of the question
+    with a memory, and the question's terms that the memories found contain."""
+
+    nearest: float
+    named: tuple[str, ...] = ()
+
+
+def evidence_from(query: str, found: Iterable[tuple[float, str]]) -> MemoryEvidence:
+    """Evidence from (cosine, content) of the memories a retrieval found."""
+    wanted = content_terms(query)
+    nearest = 0.0
+    held: set[str] = set()
+    for similarity, content in found:
+        nearest = max(nearest, similarity)
+        held |= wanted & content_terms(content)
+    return MemoryEvidence(nearest, tuple(sorted(held)))
+
+
+@dataclass(frozen=True, slots=True)
 class GateDecision:
+    """``needs_memory``: answer from memory; ``probe``: look at memory before deciding."""
+
     needs_memory: bool
     reason: str
+    probe: bool = False
 
 
-def gate(request: RetrievalRequest, now: datetime, load: float = 0.0) -> GateDecision:
-    """Decide whether to answer from memory; the reason names the cue found (or missing).
+def _in_form(cue: Cue, talk: tuple[str, str] | None) -> Cue:
+    """A cue as the form of the talk leaves it: a number inside a sum ("795x47") is no id, and
+    "my" in an instruction ("correct the grammar in my sentence") may mean the conversation's
+    text, not the user's records: weak, so memory decides."""
+    if talk is None:
+        return cue
+    kind, text = talk
+    if kind == ARITHMETIC and cue.kind in (ENTITY_ID, EXACT_ATTRIBUTE) and cue.text in text:
+        return Cue(cue.kind, cue.text, False)
+    if kind == INSTRUCTION and cue.kind == POSSESSIVE:
+        return Cue(cue.kind, cue.text, False)
+    return cue
 
-    ``load`` is the service's load in [0, 1]; at ``HIGH_LOAD`` (0.9) or above, weak cues alone
-    (anaphora, "when", a colour, conversation context) are skipped.
+
+def _skip(reason: str) -> GateDecision:
+    return GateDecision(False, f"{reason}; {FORCE_HINT}")
+
+
+def gate(
+    request: RetrievalRequest,
+    now: datetime,
+    load: float = 0.0,
+    evidence: MemoryEvidence | None = None,
+) -> GateDecision:
+    """Decide whether to answer from memory (see the module docstring for the order).
+
+    ``load`` is the service's load in [0, 1]. Without ``evidence``, a question that needs a
+    look at memory comes back with ``probe`` set (and ``needs_memory`` false).
     """
     if request.force:
         return GateDecision(True, "forced")
-    cues = [*find_cues(request.query), *_request_cues(request, now)]
-    if not cues:
-        return GateDecision(False, "no memory cue: generic question")
-    strong = [cue for cue in cues if cue.strong]
+    talk = chatter(request.query)
+    text_cues = tuple(_in_form(cue, talk) for cue in find_cues(request.query))
+    context = _request_cues(request, now)
+    strong = [cue for cue in (*text_cues, *context) if cue.strong]
+    if strong:
+        return GateDecision(True, strong[0].describe())
+    if context and load < HIGH_LOAD:
+        return GateDecision(True, context[0].describe())
+    if talk is not None and not any(cue.kind == POSSESSIVE for cue in text_cues):
+        return _skip(f"{talk[0]} '{talk[1]}'")
+    if request.user_id is not None and (
+        about_the_speaker(request.query) or about_the_user(request.query)
+    ):
+        return GateDecision(True, f"about the user {request.user_id!r}")
+    weak = [*text_cues, *context]
     if load >= HIGH_LOAD:
-        if strong:
-            return GateDecision(True, strong[0].describe())
-        return GateDecision(False, f"high load {load:.2f}: only weak cue {cues[0].describe()}")
-    return GateDecision(True, (strong or cues)[0].describe())
+        if weak:
+            return _skip(f"high load {load:.2f}: only weak cue {weak[0].describe()}")
+        return _skip(f"high load {load:.2f}: {GENERIC}")
+    if evidence is None:
+        return GateDecision(False, "no strong cue: look at memory", probe=True)
+    if evidence.named and evidence.nearest >= NAMED_NEAR:
+        return GateDecision(True, f"names {', '.join(map(repr, evidence.named[:3]))} in memory")
+    if evidence.nearest >= NEAR:
+        return GateDecision(True, f"nearest memory {evidence.nearest:.2f} ≥ {NEAR}")
+    return _skip(f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR})")

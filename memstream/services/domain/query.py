@@ -143,13 +143,20 @@ class Scores:
 
 @dataclass(frozen=True, slots=True)
 class ScoredResult:
-    """A candidate with its scores, the version_ids it conflicts with, and its rendered block."""
+    """A candidate with its scores, the version_ids it conflicts with, and its rendered block.
+
+    ``binding_kind`` names how it binds to the request (``trust.entity_binding``, and in a
+    personal request ``personal.personal_binding``); ``precedence`` is its tier (results sort
+    by precedence, then final: see ``personal``).
+    """
 
     candidate: Candidate
     scores: Scores
     conflicts_with: tuple[str, ...] = ()
     rendered: str = ""
     effective_status: str = ""
+    binding_kind: str = ""
+    precedence: int = 0
 
 
 def _bad(field_name: str, detail: str) -> InvalidRequest:

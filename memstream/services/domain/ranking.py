@@ -13,8 +13,15 @@
    anchors, plus its active entities when the query is anaphoric), state consistency and
    cross-validation, combined by the tenant's ``TrustProfile``;
 4. final = relevance^(1−α) · trust^α (``fusion.final_score``);
-5. arbitration of conflicts (losers demoted), sort by final descending, ties by version_id,
-   keep ``request.limit``, render within the budget.
+5. in a personal request (a user_id and a question about the speaker), memories bound to no
+   one score binding 0.01, those about the user's entities 0.5, and the user's relevant
+   memories take precedence over unbound ones (``personal``);
+6. arbitration of conflicts (losers demoted), sort by precedence then final descending, ties
+   by version_id, keep ``request.limit``, render within the budget.
+
+Decay decides (``trust.decay_margin``): all else equal an older memory never scores higher, and
+one n half-lives older than another of the same entity and fact type needs 2^(0.2·n) times its
+relevance to outscore it under the default profile (4x at ten half-lives).
 
 Scores are evaluated at ``request.as_of`` when given (recency and state "as of then"), else at
 ``now``. Pure: ``now`` is a parameter. Must not import any I/O library.
@@ -35,6 +42,12 @@ from memstream.services.domain.fusion import (
     fusion_weights,
     query_features,
     scale_to_unit,
+)
+from memstream.services.domain.personal import (
+    is_personal,
+    personal_binding,
+    precedence,
+    user_entities,
 )
 from memstream.services.domain.query import Candidate, RetrievalRequest, ScoredResult, Scores
 from memstream.services.domain.render import render_all
@@ -141,19 +154,30 @@ def score_candidates(
     for c in live:
         peers.setdefault((c.entity_type, c.entity_id, c.fact_type), []).append(c)
 
-    scored: list[ScoredResult] = []
+    personal = is_personal(request) and request.user_id is not None
+    entities = user_entities(live, request.user_id or "") if personal else frozenset()
+    bound: list[tuple[Candidate, str, float, float]] = []  # candidate, kind, binding, fused
     for candidate in live:
         binding = entity_binding(candidate.anchors, anchors)
         if binding.kind == "none":
             continue  # about another entity of a kind the request names: never an answer
+        if personal:
+            binding = personal_binding(candidate.anchors, binding, entities)
         vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
         keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         fused = fuse(vector, keyword, weights, _time_fit(candidate, request))
+        bound.append((candidate, binding.kind, binding.score, fused))
+    best = max((fused for *_, fused in bound), default=0.0)
+
+    scored: list[ScoredResult] = []
+    for candidate, kind, binding_score, fused in bound:
+        vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
+        keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         verdict = state_consistency(candidate, at, rules.state)
         components = TrustComponents(
             authority=rules.authority.authority(candidate.source_system),
             recency=matter_recency(candidate, at, rules),
-            binding=binding.score,
+            binding=binding_score,
             state=verdict.score,
             cross_validation=cross_validation(
                 candidate,
@@ -175,12 +199,18 @@ def score_candidates(
         )
         scored.append(
             ScoredResult(
-                candidate=candidate, scores=scores, effective_status=verdict.effective_status
+                candidate=candidate,
+                scores=scores,
+                effective_status=verdict.effective_status,
+                binding_kind=kind,
+                precedence=precedence(kind, fused, best) if personal else 0,
             )
         )
 
     arbitrated = arbitrate(scored, rules.authority, rules.arbitration)
-    ranked = sorted(arbitrated, key=lambda r: (-r.scores.final, r.candidate.version_id))
+    ranked = sorted(
+        arbitrated, key=lambda r: (-r.precedence, -r.scores.final, r.candidate.version_id)
+    )
     top = ranked[: request.limit]
     blocks = render_all(top, rules.render_budget)
     return [dataclasses.replace(r, rendered=block) for r, block in zip(top, blocks, strict=True)]

@@ -9,8 +9,7 @@ Five components, each in [0, 1]:
   (``state_consistency``, e.g. a complaint pending over 48 h is reported as escalated);
 - ``cross_validation``: whether independent sources agree (``cross_validation``).
 
-``trust_score`` is their weighted mean under a per-tenant ``TrustProfile``. Also home of the
-small token-overlap measure (``tokens``, ``agreement``) that arbitration shares.
+``trust_score`` is their weighted mean under a per-tenant ``TrustProfile``.
 Pure: ``now`` is a parameter. Must not import any I/O library.
 """
 
@@ -27,40 +26,7 @@ from typing import NamedTuple
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
-
-# --- token overlap ---------------------------------------------------------------------------
-
-# Latin words/ids (keeping "xr-500", "usb-c" whole) and single CJK characters, which carry a
-# word's meaning in Chinese text that has no spaces.
-_TOKEN = re.compile(r"[0-9a-z]+(?:[-_.][0-9a-z]+)*|[\u3400-\u9fff]", re.IGNORECASE)
-
-
-def tokens(text: str) -> frozenset[str]:
-    return frozenset(match.group(0).casefold() for match in _TOKEN.finditer(text))
-
-
-def agreement(left: str, right: str) -> float:
-    """Jaccard overlap of the two texts' tokens, in [0, 1] (two empty texts agree: 1)."""
-    a, b = tokens(left), tokens(right)
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
-
-
-def _norm_value(value: str) -> str:
-    return " ".join(value.casefold().split())
-
-
-def attribute_clash(left: Mapping[str, str], right: Mapping[str, str]) -> tuple[int, int]:
-    """(keys both share with equal values, keys both share with different values)."""
-    same = differ = 0
-    for key in left.keys() & right.keys():
-        if _norm_value(left[key]) == _norm_value(right[key]):
-            same += 1
-        else:
-            differ += 1
-    return same, differ
-
+from memstream.services.domain.text import agreement, attribute_clash
 
 # --- authority -------------------------------------------------------------------------------
 
@@ -364,10 +330,26 @@ DEFAULT_PROFILE = TrustProfile()
 # A component is never taken below this, so that one zero (another customer, an expired fact)
 # weighs heavily without erasing the evidence of the others.
 TRUST_FLOOR = 0.01
+# Recency has its own, lower floor: 2^-RECENCY_HORIZON, i.e. a memory keeps losing trust with
+# every half-life up to RECENCY_HORIZON half-lives of age. With the common floor (0.01, reached
+# after 6.6 half-lives) a three-year-old browsing event (36 half-lives of 30 days, recency
+# 9e-12) kept 0.01^0.2 = 0.40 of its trust against ~0.97 for last week's: the floor bought decay
+# back, and a 2.4x relevance edge was enough to win. Ten half-lives is where decay has said all
+# it can: from there a fresh memory of the same kind needs to be 4x less relevant to lose (see
+# ``decay_margin``), and memories older than that are ordered by everything but their age (a
+# conversation from three years ago is not ranked by which of its weeks came last).
+RECENCY_HORIZON = 10
+RECENCY_FLOOR = 2.0**-RECENCY_HORIZON
+
+
+def _floored(score: float, floor: float) -> float:
+    return min(1.0, max(floor, score))
 
 
 def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PROFILE) -> float:
-    """The weighted GEOMETRIC mean of the components (each clamped to [FLOOR, 1]), in [0, 1].
+    """The weighted GEOMETRIC mean of the components, in [0, 1].
+
+    Each component is clamped to [TRUST_FLOOR, 1], recency to [RECENCY_FLOOR, 1].
 
     Why geometric, not arithmetic: trust is a conjunction — a memory must be from a credible
     source AND about this entity AND still fresh AND in a usable state. With a weighted mean a
@@ -377,12 +359,41 @@ def trust_score(components: TrustComponents, profile: TrustProfile = DEFAULT_PRO
     component cannot buy back a failed one.
     """
     pairs = (
-        (components.authority, profile.authority),
-        (components.recency, profile.recency),
-        (components.binding, profile.binding),
-        (components.state, profile.state),
-        (components.cross_validation, profile.cross_validation),
+        (_floored(components.authority, TRUST_FLOOR), profile.authority),
+        (_floored(components.recency, RECENCY_FLOOR), profile.recency),
+        (_floored(components.binding, TRUST_FLOOR), profile.binding),
+        (_floored(components.state, TRUST_FLOOR), profile.state),
+        (_floored(components.cross_validation, TRUST_FLOOR), profile.cross_validation),
     )
     total = sum(weight for _, weight in pairs)
-    log_sum = sum(weight * math.log(min(1.0, max(TRUST_FLOOR, score))) for score, weight in pairs)
+    log_sum = sum(weight * math.log(score) for score, weight in pairs)
     return min(1.0, max(0.0, math.exp(log_sum / total)))
+
+
+def decay_margin(half_lives: float, profile: TrustProfile = DEFAULT_PROFILE) -> float:
+    """How many times more relevant a memory ``half_lives`` older than another must be to
+    outscore it, everything else equal (same entity, fact type, source and state).
+
+    Rule: every half-life of age divides trust by ``2^(w_r/W)`` (w_r the recency weight, W the
+    sum of the weights) and, through final = relevance^(1−α)·trust^α, the final score by
+    ``2^(α·w_r/W)``; relevance must make that up: margin = ``2^(n·α·w_r / (W·(1−α)))``, n
+    capped at RECENCY_HORIZON (10). With the default profile (w_r/W = 0.2, α = 0.5): 2^(0.2·n)
+    — 1.15x for one half-life, 2x for five, 4x from ten on. Relevance lies in [0, 1], so a
+    memory ten half-lives older wins only if the fresh one is at most a quarter as relevant —
+    nearly unrelated to the question: that is "far higher", and deliberate. An old memory
+    that is much more on topic than a fresh one may well be what is asked about, but a small
+    edge in wording (the 2.4x the common floor allowed) must never revive it. ``inf`` when
+    α = 1 (relevance counts for nothing) and 1 for a profile that gives recency no weight.
+    """
+    weights = (
+        profile.authority,
+        profile.recency,
+        profile.binding,
+        profile.state,
+        profile.cross_validation,
+    )
+    n = min(max(0.0, half_lives), float(RECENCY_HORIZON))
+    share = profile.recency / sum(weights)
+    if profile.alpha >= 1.0:
+        return math.inf if share > 0 and n > 0 else 1.0
+    return float(2.0 ** (n * profile.alpha * share / (1.0 - profile.alpha)))

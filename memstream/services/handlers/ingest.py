@@ -5,20 +5,23 @@ repository locks the memory and reads its chain, ``place_event`` decides, the re
 stores; idempotent on event_id; transient database failures are retried until they pass, never
 dead-lettered), then hand the touched memories to the indexer. A message that can never be
 ingested goes to the dead-letter table and topic with a machine-readable reason and its
-original bytes. Nothing escapes ``handle_batch`` except cancellation: the agent loop that
+original bytes. An ``op: ERASE`` message is not an event to record: it goes to the injected
+eraser (a replay has none and skips it), and a malformed one is dead-lettered as
+``invalid_erasure``. Nothing escapes ``handle_batch`` except cancellation: the agent loop that
 calls it must never ack a message that was not dealt with.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
-from memstream.services.domain.identity import AuthError
+from memstream.services.domain.identity import AuthError, Forbidden, Principal, Role
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
 from memstream.services.domain.versioning import place_event
@@ -39,6 +42,18 @@ from memstream.services.ports import (
 log = logging.getLogger(__name__)
 
 STORAGE_REJECTED = "storage_rejected"
+
+
+INVALID_ERASURE = "invalid_erasure"
+
+# Erases the scope of one raw ``op: ERASE`` event (``handlers.forget.Forgetter.erase_event``).
+# The second argument is the verified key id of whoever asked (None where events are not
+# verified).
+Eraser = Callable[[Mapping[str, Any], str | None], Awaitable[ErasureResult]]
+
+
+def is_erase(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and str(raw.get("op") or "").upper() == ERASE_OP
 
 
 class DecodeError(Exception):
@@ -74,6 +89,7 @@ class Envelope:
 class BatchReport:
     recorded: list[Recorded] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    erasures: list[ErasureResult] = field(default_factory=list)
 
     @property
     def duplicates(self) -> int:
@@ -112,8 +128,10 @@ class Ingestor:
         backoff: Backoff | None = None,
         metrics: Metrics | None = None,
         guard: Guard | None = None,
+        eraser: Eraser | None = None,
     ) -> None:
         self._guard = guard
+        self._eraser = eraser
         self._metrics = metrics or NoMetrics()
         self._repo = repo
         self._sink = sink
@@ -154,6 +172,9 @@ class Ingestor:
                 raise DecodeError(str(exc) or type(exc).__name__) from exc
             if self._guard is not None and verified is not None:
                 raw = self._guard.authorize_event(*verified, raw)
+            if is_erase(raw):
+                await self._erase(raw, verified[1] if verified is not None else None, report)
+                return
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
@@ -178,6 +199,8 @@ class Ingestor:
             )
         except InvalidEvent as exc:
             letter = await self._dead_letter(envelope, exc.reason, exc.detail, raw)
+        except InvalidScope as exc:
+            letter = await self._dead_letter(envelope, INVALID_ERASURE, str(exc), raw)
         except AdapterError as exc:
             # Postgres refused the data itself (not an outage): keep it, with the reason.
             log.error("event at %s rejected by storage: %s", envelope.position, exc)
@@ -188,6 +211,25 @@ class Ingestor:
             return
         report.dead.append(letter)
         self._metrics.dead_lettered(letter.reason)
+
+    async def _erase(
+        self, raw: Mapping[str, Any], principal: Principal | None, report: BatchReport
+    ) -> None:
+        """An ``op: ERASE`` event: erase its scope (retried while Postgres is out). Idempotent:
+        its erasure id derives from its event id, and a second run finds nothing in scope.
+        Where events are verified, only an admin credential may erase, and its key id is
+        recorded as who asked."""
+        if principal is not None and principal.role is not Role.ADMIN:
+            raise Forbidden(f"key {principal.key_id} is not an admin: it may not erase")
+        if self._eraser is None:  # a replay: erasures are not re-applied from the topic
+            log.info("ERASE event %r skipped (no eraser on this path)", raw.get("event_id"))
+            return
+        eraser = self._eraser
+        actor = principal.key_id if principal is not None else None
+        result = await retrying(
+            f"erasure event {raw.get('event_id')!r}", lambda: eraser(raw, actor), self._backoff
+        )
+        report.erasures.append(result)
 
     async def _dead_letter(
         self, envelope: Envelope, reason: str, detail: str, raw: Mapping[str, Any] | None

@@ -76,6 +76,8 @@ async def feed_topic(
     while records := await reader.next_batch(options.batch):
         for partition, messages in records.items():
             moments = await source.received(topic, partition, [m.offset for m in messages])
+            ids = {m.offset: _event_id(tools, m.value) for m in messages}
+            erased = await source.erased_events([i for i in ids.values() if i is not None])
             envelopes = []
             for message in messages:
                 # Not in the source: the broker's time, at worst now.
@@ -84,12 +86,24 @@ async def feed_topic(
                 if not _in_scope(tools, message.value, at, options.tenants, options.until):
                     report.skipped += 1
                     continue
+                if ids[message.offset] in erased:  # by event id, wherever it was read
+                    report.skipped += 1
+                    continue
                 position = Position(topic, partition, message.offset)
                 envelopes.append(Envelope(message.key, message.value, position, at))
             report.read += len(messages)
             report.add(await ingestor.handle_batch(envelopes))
             on_progress(len(messages))
     return report
+
+
+def _event_id(tools: RebuildTools, value: bytes | None) -> tuple[str, str] | None:
+    """(tenant_id, event_id) of a MemoryEvent message; None for one that does not decode."""
+    try:
+        record = tools.decode(value or b"")
+    except Exception:  # the decoder may raise anything for garbage
+        return None
+    return (str(record.get("tenant_id")), str(record.get("event_id")))
 
 
 def _in_scope(

@@ -2,7 +2,8 @@
 
 validate → (deadline) → known tenant → gate → reply cache → embed ‖ keyword search → vector
 search (anchored and open) → fetch versions (tenant-scoped) → score, arbitrate, render (pure
-domain) → cache (in the background, once the reply is returned). Every stage is timed into
+domain) → (a question without a strong cue: gate again on what was found) → cache (in the
+background, once the reply is returned). Every stage is timed into
 ``latency_ms``. A bad request gets an error reply; an outage of the cache only costs computation.
 Must not import drivers, streams or adapters.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from memstream.services.domain import versioning
 from memstream.services.domain.errors import InvalidRequest
-from memstream.services.domain.gating import gate
+from memstream.services.domain.gating import evidence_from, gate
 from memstream.services.domain.model import Anchor, MemoryVersion
 from memstream.services.domain.query import (
     Candidate,
@@ -151,7 +152,7 @@ def error_reply(
 
 def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, Any]:
     c, s = result.candidate, result.scores
-    binding = entity_binding(c.anchors, request.anchors)
+    binding_kind = result.binding_kind or entity_binding(c.anchors, request.anchors).kind
     return {
         "memory_key": c.memory_key,
         "version": c.version,
@@ -178,7 +179,7 @@ def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, 
             "trust": s.trust,
             "final": s.final,
         },
-        "binding_kind": binding.kind,
+        "binding_kind": binding_kind,
         "conflicts_with": list(result.conflicts_with),
         "rendered": result.rendered,
     }
@@ -251,20 +252,8 @@ class Retriever:
         timer.lap("validate")
         decision = gate(request, now, self.load)
         timer.lap("gate")
-        if not decision.needs_memory:
-            return {
-                "request_id": request_id,
-                "status": SKIPPED,
-                "gate": {"decision": "skip", "reason": decision.reason},
-                "results": [],
-                "latency_ms": timer.done(),
-                "error": None,
-                "served_at": now,
-            }
-        gate_record = {
-            "decision": "forced" if request.force else "retrieve",
-            "reason": decision.reason,
-        }
+        if not decision.needs_memory and not decision.probe:
+            return self._skipped(request_id, decision.reason, timer, now)
         key = request_key(request)
         cached = await self._cached_reply(request.tenant_id, key)
         timer.lap("cache")
@@ -274,6 +263,17 @@ class Retriever:
             )
             return cached
         results = await self._search(request, now, timer)
+        if decision.probe:
+            # No strong cue: what the retrieval found decides (names a held term, or close).
+            found = ((r.scores.vector, r.candidate.content) for r in results)
+            decision = gate(request, now, self.load, evidence_from(request.query, found))
+            timer.lap("gate_evidence")
+            if not decision.needs_memory:
+                return self._skipped(request_id, decision.reason, timer, now)
+        gate_record = {
+            "decision": "forced" if request.force else "retrieve",
+            "reason": decision.reason,
+        }
         reply: dict[str, Any] = {
             "request_id": request_id,
             "status": OK,
@@ -288,6 +288,18 @@ class Retriever:
             # Stored once the reply is on its way: the client does not wait for the cache.
             self._background(self._cache.put_reply(request.tenant_id, key, self._encode(reply)))
         return reply
+
+    @staticmethod
+    def _skipped(request_id: str, reason: str, timer: _Clock, now: datetime) -> dict[str, Any]:
+        return {
+            "request_id": request_id,
+            "status": SKIPPED,
+            "gate": {"decision": "skip", "reason": reason},
+            "results": [],
+            "latency_ms": timer.done(),
+            "error": None,
+            "served_at": now,
+        }
 
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)

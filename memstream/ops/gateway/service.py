@@ -1,0 +1,288 @@
+"""Doors: what the HTTP gateway, the MCP server and the timeline page share.
+
+Retrievals and events go through the request/reply path and the events topic (one typed
+``AsyncMemory`` per caller credential, so the worker sees who asks); history and audit are
+read-only views of Postgres through the existing adapters. Every method takes the caller's
+``Principal`` and refuses with a ``DoorError`` what its role or tenant does not allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import OrderedDict
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memstream.client import AsyncMemory, MemoryClientError, PublishError, RetrievalTimeout
+from memstream.ops.gateway.auth import (
+    Authenticator,
+    DoorError,
+    Principal,
+    bearer,
+    readable_tenant,
+    refused,
+    writable,
+)
+from memstream.services.domain import versioning
+from memstream.services.domain.errors import InvalidEvent
+from memstream.services.domain.identity import AuthError, Forbidden
+from memstream.services.domain.model import MemoryVersion
+from memstream.services.domain.reply import RetrievalReply
+from memstream.services.domain.validation import validate_event
+from memstream.services.ports import AdapterError
+from memstream.services.settings import Settings
+
+if TYPE_CHECKING:
+    from contextlib import AsyncExitStack
+
+    from memstream.services.bootstrap import Stores
+
+T = TypeVar("T")
+
+MAX_CLIENTS = 32  # one Kafka client per credential in use; the least recently used goes
+MAX_EVENTS = 1000  # per call
+
+# Error-reply codes → HTTP status; anything else is 400.
+REPLY_STATUS = {
+    "missing_tenant": 422,
+    "missing_query": 422,
+    "limit_out_of_range": 422,
+    "bad_time": 422,
+    "bad_field": 422,
+    "unknown_tenant": 404,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "deadline_exceeded": 504,
+    "undecodable": 400,
+}
+
+
+@dataclass
+class Ingestion:
+    """What became of published events: ids sent, and with ``wait`` where each ended."""
+
+    sent: list[str] = field(default_factory=list)
+    ingested: list[str] = field(default_factory=list)
+    dead_lettered: dict[str, str] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)
+    waited: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"event_ids": self.sent}
+        if self.waited:
+            body.update(
+                ingested=self.ingested, dead_lettered=self.dead_lettered, pending=self.pending
+            )
+        return body
+
+
+def _anchor_list(items: Any) -> list[dict[str, str]]:
+    return [{"type": str(a["type"]), "id": str(a["id"])} for a in items or ()]
+
+
+def request_record(body: Mapping[str, Any], tenant_id: str) -> dict[str, Any]:
+    """A RetrievalRequest record from a JSON-shaped request (the HTTP body, an MCP call)."""
+    context = dict(body.get("context") or {})
+    window = context.get("time_window")
+    return {
+        "request_id": str(body.get("request_id") or uuid.uuid4().hex),
+        "tenant_id": tenant_id,
+        "query": body.get("query") or "",
+        "user_id": body.get("user_id"),
+        "anchors": _anchor_list(body.get("anchors")),
+        "context": {
+            "active_task": context.get("active_task"),
+            "active_entities": _anchor_list(context.get("active_entities")),
+            "time_window": {"from": window["from"], "to": window["to"]} if window else None,
+        },
+        "as_of": body.get("as_of"),
+        "known_at": body.get("known_at"),
+        "limit": int(body.get("limit") or 10),
+        "force": bool(body.get("force", False)),
+    }
+
+
+class Doors:
+    def __init__(
+        self,
+        settings: Settings,
+        authenticator: Authenticator | None = None,
+        *,
+        timeout: float = 15.0,
+    ) -> None:
+        """``settings`` with every endpoint resolved (broker, postgres_dsn); without an
+        ``authenticator``, ``start`` opens the tenants' credential store."""
+        assert settings.broker is not None and settings.postgres_dsn is not None
+        self.settings = settings
+        self._authenticator = authenticator
+        self._store: Any = None
+        self.timeout = timeout
+        self._stores: Stores | None = None
+        self._exit: AsyncExitStack | None = None
+        self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> Doors:
+        from contextlib import AsyncExitStack
+
+        from memstream.services import bootstrap
+
+        assert self.settings.postgres_dsn is not None
+        self._exit = AsyncExitStack()
+        self._stores = await self._exit.enter_async_context(
+            bootstrap.stores(self.settings.postgres_dsn, pool=4)
+        )
+        if self._authenticator is None:
+            self._store = await bootstrap.credential_store(self.settings)
+            self._authenticator = self._store
+        return self
+
+    async def close(self) -> None:
+        for memory in self._clients.values():
+            await memory.close()
+        self._clients.clear()
+        if self._exit is not None:
+            await self._exit.aclose()
+            self._exit = self._stores = None
+        if self._store is not None:
+            await self._store.close()
+            self._store = self._authenticator = None
+
+    @property
+    def stores(self) -> Stores:
+        assert self._stores is not None, "Doors.start() first"
+        return self._stores
+
+    async def authenticate(self, authorization: str | None) -> tuple[Principal, str]:
+        """The caller of an ``Authorization`` header, and its credential."""
+        secret = bearer(authorization)
+        assert self._authenticator is not None, "Doors.start() first"
+        try:
+            return await self._authenticator.authenticate(secret), secret
+        except AuthError as exc:
+            raise refused(exc) from None
+
+    async def _memory(self, credential: str) -> AsyncMemory:
+        async with self._lock:
+            memory = self._clients.get(credential)
+            if memory is not None:
+                self._clients.move_to_end(credential)
+                return memory
+            assert self.settings.broker is not None
+            memory = await AsyncMemory(
+                self.settings.broker,
+                self.settings.topics,
+                credential=credential,
+                timeout=self.timeout,
+            ).start()
+            self._clients[credential] = memory
+            if len(self._clients) > MAX_CLIENTS:
+                _, oldest = self._clients.popitem(last=False)
+                await oldest.close()
+            return memory
+
+    async def retrieve(
+        self, principal: Principal, credential: str, body: Mapping[str, Any]
+    ) -> RetrievalReply:
+        tenant = readable_tenant(principal, body.get("tenant_id"))
+        record = request_record(body, tenant)
+        memory = await self._memory(credential)
+        try:
+            return await memory.send(record, timeout=self.timeout)
+        except RetrievalTimeout as exc:
+            raise DoorError("timeout", str(exc), 504) from None
+        except MemoryClientError as exc:
+            raise DoorError("bad_field", str(exc), 422) from None
+
+    async def remember(
+        self,
+        principal: Principal,
+        credential: str,
+        events: Sequence[Mapping[str, Any]],
+        *,
+        wait: bool = False,
+        wait_seconds: float = 60.0,
+    ) -> Ingestion:
+        """Validate every event first: one invalid, none sent (422 naming each)."""
+        if principal.role not in ("producer", "admin"):  # before reading a single event
+            raise refused(Forbidden(f"role {principal.role} may not publish"))
+        if not events:
+            raise DoorError("missing_field", "no events: send one MemoryEvent or a list", 422)
+        if len(events) > MAX_EVENTS:
+            raise DoorError("bad_field", f"{len(events)} events; at most {MAX_EVENTS} a call", 422)
+        now = datetime.now(UTC)
+        problems = []
+        for index, raw in enumerate(events):
+            try:
+                event = validate_event(raw, now)
+            except InvalidEvent as exc:
+                problems.append(f"event {index}: {exc.reason}: {exc.detail}")
+                continue
+            writable(principal, event.tenant_id, event.source_system)  # 403: none sent
+        if problems:
+            raise DoorError("invalid_event", "; ".join(problems) + " (nothing was sent)", 422)
+        memory = await self._memory(credential)
+        try:
+            published = await memory.remember(events)
+        except PublishError as exc:
+            raise DoorError("broker_unavailable", str(exc), 503) from None
+        outcome = Ingestion(sent=[event_id for _, event_id in published.sent])
+        if wait:
+            from memstream.ops.ingest_status import wait_for
+
+            status = await asyncio.to_thread(
+                wait_for, self.settings, published.sent, timeout=wait_seconds
+            )
+            outcome.waited = True
+            outcome.ingested = sorted(i[1] for i in status.ingested)
+            outcome.dead_lettered = {i[1]: reason for i, reason in status.dead.items()}
+            outcome.pending = sorted(i[1] for i in status.pending)
+        return outcome
+
+    async def history(
+        self,
+        principal: Principal,
+        memory_key: str,
+        *,
+        tenant_id: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+    ) -> tuple[str, list[MemoryVersion]]:
+        tenant = readable_tenant(principal, tenant_id)
+        chain = await self._read(self.stores.repo.chain(tenant, memory_key))
+        if chain and known_at is not None:
+            chain = versioning.known_at(chain, known_at)
+        if chain and as_of is not None:
+            valid = versioning.valid_at(chain, as_of)
+            chain = [valid] if valid is not None else []
+        return tenant, chain
+
+    async def audit(self, principal: Principal, request_id: str) -> list[dict[str, Any]]:
+        """The logged answers to ``request_id`` that the caller's tenant may see."""
+        tenant = readable_tenant(principal, None)
+        entries = await self._read(self.stores.query_log.find(request_id))
+        return [e for e in entries if e["tenant_id"] == tenant]
+
+    async def answers_about(
+        self, principal: Principal, tenant_id: str, memory_key: str
+    ) -> list[dict[str, Any]]:
+        log = self.stores.query_log
+        tenant = readable_tenant(principal, tenant_id)
+        return await self._read(log.answers_about(tenant, memory_key))
+
+    async def _read(self, pending: Awaitable[T]) -> T:
+        try:
+            return await pending
+        except AdapterError as exc:
+            raise DoorError("storage_unavailable", str(exc), 503) from None
+
+    async def health(self) -> dict[str, str]:
+        parts = {"postgres": "ok", "broker": self.settings.broker or ""}
+        try:
+            await self.stores.repo.ping()
+        except Exception as exc:  # reported, not raised: this is the health check
+            parts["postgres"] = f"down: {exc}"
+        return parts

@@ -1,0 +1,114 @@
+"""The audit timeline page in a real browser (Debian's chromium, headless): a memory that was
+queried, superseded by a late event and retracted; its versions and the audit row are in the
+DOM, and screenshots are kept under results/ui/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+
+from tests.doors.conftest import Doors, memory_event
+from tests.e2e.processes import ROOT
+
+SHOTS = ROOT / "results" / "ui"
+
+
+def chromium(*args: str) -> str:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert binary, "the tests need Debian's chromium: apt-get install -y chromium"
+    done = subprocess.run(
+        [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def login_url(doors: Doors, page: str) -> str:
+    key = quote(doors.keys["agent"], safe="")
+    return f"{doors.url}/ui/login?credential={key}&next={quote(page, safe='')}"
+
+
+def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: Doors) -> None:
+    key = f"spec:TL{uuid.uuid4().hex[:6]}"
+    product = key.split(":")[1]
+
+    def spec(text: str, days: float, op: str = "UPSERT") -> dict[str, object]:
+        return memory_event(
+            doors.tenant,
+            key,
+            text,
+            ago=timedelta(days=days),
+            entity=f"product:{product}",
+            fact="product_spec",
+            source="catalog",
+            op=op,
+        )
+
+    doors.ingest([spec(f"The {product} speaker has a 10 hour battery.", 40)])
+    doors.ingest([spec(f"The {product} speaker has a 14 hour battery.", 10)])
+    request_id = f"req-tl-{uuid.uuid4().hex[:8]}"
+    asked = httpx.post(
+        f"{doors.url}/v1/retrieve",
+        json={
+            "query": f"how long does the {product} battery last?",
+            "force": True,
+            "anchors": [{"type": "product", "id": product}],
+            "request_id": request_id,
+        },
+        headers=doors.headers(),
+        timeout=30,
+    )
+    assert asked.status_code == 200 and asked.json()["results"][0]["version"] == 2, asked.text
+    doors.ingest([spec(f"The {product} speaker has a 12 hour battery.", 25)])  # late
+    doors.ingest([spec("", 1, op="RETRACT")])
+
+    page = f"/ui/memories/{quote(key, safe='')}?tenant_id={doors.tenant}"
+    dom = chromium("--dump-dom", login_url(doors, page))
+    rows = re.findall(r"<tr class=\"version-row\" data-version=\"(\d+)\">(.*?)</tr>", dom, re.S)
+    assert [n for n, _ in rows] == ["1", "2", "3", "4"], dom[:3000]
+    by_version = dict(rows)
+    assert "superseded" in by_version["1"] and "10 hour" in by_version["1"]
+    assert "late" in by_version["3"] and "12 hour" in by_version["3"]
+    assert "retraction" in by_version["4"]
+    assert "0." in by_version["2"]  # trust components as served for v2
+    assert 'id="timeline"' in dom and dom.count('class="version') >= 4
+    audit = re.findall(r"<tr class=\"audit-row\">(.*?)</tr>", dom, re.S)
+    assert len(audit) == 1 and request_id in audit[0] and "v2" in audit[0]
+
+    request_dom = chromium("--dump-dom", login_url(doors, f"/ui/requests/{request_id}"))
+    assert "forced" in request_dom and f"/ui/memories/{quote(key, safe='')}" in request_dom
+    assert re.search(r"<tr class=\"result-row\">.*?v2", request_dom, re.S)
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name, target in (("timeline", page), ("request", f"/ui/requests/{request_id}")):
+        shot = SHOTS / f"{name}.png"
+        chromium(f"--screenshot={shot}", "--window-size=1280,1000", login_url(doors, target))
+        assert shot.stat().st_size > 10_000
+        print(f"screenshot: {shot}")
+
+
+def test_the_pages_refuse_without_a_credential(doors: Doors) -> None:
+    page = httpx.get(f"{doors.url}/ui/memories/spec:X1", timeout=10)
+    assert page.status_code == 401
+    wrong = httpx.get(f"{doors.url}/ui/login", params={"credential": "nope"}, timeout=10)
+    assert wrong.status_code == 401
+    assert Path(SHOTS).parent.name == "results"

@@ -1,0 +1,56 @@
+"""The bench's labelled gate set and held-out trap suite: sizes, balance, determinism."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memstream.ops.quality.gate_set import (
+    MEMORY_GROUPS,
+    OTHER_GROUPS,
+    GateOutcome,
+    GateQuestion,
+    gate_rates,
+    gate_set,
+)
+from memstream.ops.quality.heldout import HELDOUT_SEED, KINDS, heldout_suite
+from memstream.ops.quality.traps import trap_suite
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def test_the_gate_set_is_balanced_labelled_and_seeded() -> None:
+    traps = trap_suite(20, NOW)
+    questions = gate_set([traps], seed=7)
+    memory = [q for q in questions if q.needs_memory]
+    other = [q for q in questions if not q.needs_memory]
+    assert {q.group for q in memory} <= set(MEMORY_GROUPS)
+    assert {q.group for q in other} == set(OTHER_GROUPS)
+    assert len(other) >= 200  # with LoCoMo and SGD the memory half reaches 220 too
+    assert len(memory) == 110  # 60 trap questions + 50 product-named ones over traps alone
+    assert all("force" not in q.request for q in questions)
+    assert gate_set([traps], seed=7) == questions
+    tenants = {e["tenant_id"] for e in traps.events}
+    assert {q.tenant_id for q in questions} <= tenants
+
+
+def test_gate_rates() -> None:
+    def outcome(needs: bool, answered: bool) -> GateOutcome:
+        question = GateQuestion("traps", "t", "q", "g", needs)
+        return GateOutcome(question, answered, "", 1.0)
+
+    rates = gate_rates(
+        [outcome(True, True), outcome(True, False), outcome(False, False), outcome(False, True)]
+    )
+    assert rates["all"]["false-skip rate"] == 0.5
+    assert rates["all"]["invalid-query rate"] == 0.5
+    assert rates["all"]["always retrieve: invalid share of retrievals"] == 0.5
+
+
+def test_the_held_out_suite_has_its_own_fixed_seed_and_every_kind() -> None:
+    suite = heldout_suite(3, NOW)
+    assert HELDOUT_SEED == 20261203
+    assert {q.group for q in suite.questions} == set(KINDS)
+    assert len(suite.questions) == 3 * len(KINDS)
+    assert heldout_suite(3, NOW).questions == suite.questions
+    for question in suite.questions:
+        assert question.right
