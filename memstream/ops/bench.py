@@ -14,7 +14,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.ops.bench_kit import (
+    publish_events,
+    start_worker,
+    synthetic_events,
+    with_encoder,
+)
 from memstream.ops.ingest_status import wait_for
 from memstream.ops.stack import EmbeddedStack
 from memstream.ops.up import prepare
@@ -37,6 +42,7 @@ out = Console(highlight=False)
 
 @dataclass
 class Figures:
+    encoder: str  # the encoder the worker ran (one of ENCODERS, or a fallback)
     model_texts_per_s: float
     end_to_end_events_per_s: float
     events: int
@@ -46,12 +52,22 @@ class Figures:
     pg_p99_ms: float
 
 
-def _model_throughput(settings: Settings, texts: list[str]) -> float:
-    embedder = bootstrap.load_embedder(settings)
-    embedder.embed_sync(texts[:64])  # warm-up
-    started = time.perf_counter()
-    embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
-    return len(texts) / (time.perf_counter() - started)
+def model_throughput(
+    settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
+) -> dict[str, tuple[str, float]]:
+    """Per encoder: the encoder that loaded and its best texts/s. The encoders take turns,
+    ``repeats`` rounds, and each keeps its best run: on a shared machine the load changes from
+    one minute to the next, and turns spread it over all of them alike."""
+    loaded = {e: bootstrap.load_embedder(replace(settings, encoder=e)) for e in encoders}
+    best = dict.fromkeys(encoders, 0.0)
+    for embedder in loaded.values():
+        embedder.embed_sync(texts[:64])  # warm-up
+    for _ in range(repeats):
+        for encoder, embedder in loaded.items():
+            started = time.perf_counter()
+            embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
+            best[encoder] = max(best[encoder], len(texts) / (time.perf_counter() - started))
+    return {e: (loaded[e].encoder, best[e]) for e in encoders}
 
 
 async def _pg_latency(dsn: str, count: int) -> list[float]:
@@ -86,20 +102,32 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
     raise RuntimeError(f"not every event was ingested within {timeout:.0f} s")
 
 
-def bench_ingest(events: int, model_sample: int) -> Figures:
+def bench_ingest(events: int, model_sample: int, encoders: list[str]) -> list[Figures]:
+    """Each encoder in turn: the model alone, then end to end on a fresh stack of its own (an
+    index holds one encoder's vectors), then the Postgres write latency on that stack."""
+    base = Settings.from_env()
+    texts = [r["content"] for r in synthetic_events("sample", model_sample)]
+    out.print(f"raw model throughput on {model_sample} texts, the encoders in turn …")
+    settings = with_encoder(Settings(model_path=base.model_path), encoders[0])
+    rates = model_throughput(settings, encoders, texts)
+    return [_end_to_end(base, encoder, *rates[encoder], events=events) for encoder in encoders]
+
+
+def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events: int) -> Figures:
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
-        base = Settings.from_env()
-        settings = Settings(
-            data_dir=Path(tmp),
-            model_path=base.model_path,
-            web_port=0,
-            embed_threads=base.embed_threads,
-            fetch_wait_ms=base.fetch_wait_ms,
+        Path(tmp).chmod(0o755)  # the embedded PostgreSQL runs as another user
+        settings = with_encoder(
+            Settings(
+                data_dir=Path(tmp),
+                model_path=base.model_path,
+                web_port=0,
+                embed_threads=base.embed_threads,
+                fetch_wait_ms=base.fetch_wait_ms,
+            ),
+            encoder,
         )
         tenant = f"bench-{uuid.uuid4().hex[:6]}"
         raws = synthetic_events(tenant, events)
-        out.print(f"raw model throughput on {model_sample} texts …")
-        model_rate = _model_throughput(settings, [r["content"] for r in raws[:model_sample]])
         stack = EmbeddedStack(settings, write_runtime=True)
         resolved = stack.start()
         try:
@@ -107,7 +135,7 @@ def bench_ingest(events: int, model_sample: int) -> Figures:
             worker = start_worker(resolved)
             try:
                 time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
-                out.print(f"publishing and ingesting {events} events end to end …")
+                out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
                 started = time.perf_counter()
                 publish_events(resolved, raws)
                 _wait_counted(resolved, tenant, events, timeout=3600)
@@ -124,7 +152,8 @@ def bench_ingest(events: int, model_sample: int) -> Figures:
             stack.stop()
     cuts = statistics.quantiles(samples, n=100)
     return Figures(
-        model_rate,
+        used,
+        rate,
         events / seconds,
         events,
         seconds,
@@ -134,36 +163,56 @@ def bench_ingest(events: int, model_sample: int) -> Figures:
     )
 
 
-def print_ingest(figures: Figures) -> None:
+def print_ingest(runs: list[Figures]) -> None:
     table = Table(title="memstream bench ingest", title_justify="left")
     table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_row(
-        f"embedding model alone (texts/s, batches of {bootstrap.EMBED_BATCH_SIZE})",
-        f"{figures.model_texts_per_s:.1f}",
-    )
-    table.add_row(
-        f"end to end, {figures.events} events (events/s)", f"{figures.end_to_end_events_per_s:.1f}"
-    )
-    table.add_row(
-        "end to end / model", f"{figures.end_to_end_events_per_s / figures.model_texts_per_s:.0%}"
-    )
-    table.add_row("end-to-end wall time (s)", f"{figures.seconds:.1f}")
-    table.add_row(
-        "Postgres write transaction p50 / p95 / p99 (ms)",
-        f"{figures.pg_p50_ms:.2f} / {figures.pg_p95_ms:.2f} / {figures.pg_p99_ms:.2f}",
-    )
+    for figures in runs:
+        table.add_column(figures.encoder, justify="right")
+    first = runs[0]
+
+    def row(name: str, cell: Any) -> None:
+        table.add_row(name, *(cell(f) for f in runs))
+
+    row(f"embedding model alone (texts/s, passes of {bootstrap.EMBED_BATCH_SIZE})",
+        lambda f: f"{f.model_texts_per_s:.1f}")  # fmt: skip
+    row(f"  × {first.encoder}", lambda f: f"{f.model_texts_per_s / first.model_texts_per_s:.2f}")
+    row(f"end to end, {first.events} events (events/s)",
+        lambda f: f"{f.end_to_end_events_per_s:.1f}")  # fmt: skip
+    row(f"  × {first.encoder}",
+        lambda f: f"{f.end_to_end_events_per_s / first.end_to_end_events_per_s:.2f}")  # fmt: skip
+    row("end to end / model", lambda f: f"{f.end_to_end_events_per_s / f.model_texts_per_s:.0%}")
+    row("end-to-end wall time (s)", lambda f: f"{f.seconds:.1f}")
+    row("Postgres write p50 / p95 / p99 (ms)",
+        lambda f: f"{f.pg_p50_ms:.2f} / {f.pg_p95_ms:.2f} / {f.pg_p99_ms:.2f}")  # fmt: skip
     out.print(table)
+
+
+def encoders(listed: str) -> list[str]:
+    from memstream.services.settings import ENCODERS
+
+    chosen = [e.strip() for e in listed.split(",") if e.strip()]
+    unknown = [e for e in chosen if e not in ENCODERS]
+    if unknown or not chosen:
+        raise SystemExit(f"memstream bench: --encoders {listed!r}: use {', '.join(ENCODERS)}")
+    return chosen
 
 
 def bench(settings: Settings, args: Any) -> int:
     if args.what == "ingest":
-        print_ingest(bench_ingest(args.events, args.model_sample))
+        print_ingest(bench_ingest(args.events, args.model_sample, encoders(args.encoders)))
         return 0
     if args.what == "query":
         from memstream.ops.bench_query import bench_query, print_query
 
-        print_query(bench_query(args.memories, args.questions, via_http=args.via_http))
+        print_query(
+            bench_query(
+                args.memories,
+                args.questions,
+                encoders(args.encoders),
+                args.burst,
+                via_http=args.via_http,
+            )
+        )
         return 0
     if args.what == "replay":
         from memstream.ops.bench_replay import bench_replay, print_replay

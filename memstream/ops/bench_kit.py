@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -102,3 +103,9 @@ def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
         producer.send(settings.topics.events, validate_event(raw, now))
     if producer.finish(60):
         raise RuntimeError("the broker did not acknowledge every event")
+
+
+def with_encoder(settings: Settings, encoder: str) -> Settings:
+    """``settings`` with ``encoder``, the model cache of this user's environment."""
+    base = Settings.from_env()
+    return replace(settings, encoder=encoder, model_cache=base.model_cache_dir)

@@ -6,8 +6,12 @@ One run, this machine: a fresh embedded stack, one worker process, N memories fo
 - cached: one question repeated (the reply cache answers);
 - with ``--via-http``, both again through a ``memstream gateway`` (bench_http);
 - the server's time per stage (the replies' ``latency_ms``);
+- under ingest: as many other distinct questions, one at a time, while a burst of events
+  (``--burst``, default 5,000) is being ingested into the same tenant; only the answers that came
+  while the burst was still being ingested count;
 - alone: embedding the same questions plus one Qdrant Edge top-10 search, in-process, once the
   worker has released the shard.
+Each encoder runs on a stack of its own (an index holds one encoder's vectors), side by side.
 Prints p50 / p95 / p99; nothing is asserted.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -25,7 +30,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench_kit import publish_events, start_worker, synthetic_events
+from memstream.ops.bench_kit import (
+    publish_events,
+    start_worker,
+    synthetic_events,
+    with_encoder,
+)
 from memstream.ops.ingest_status import wait_for
 from memstream.ops.stack import EmbeddedStack
 from memstream.ops.up import prepare
@@ -75,6 +85,40 @@ async def _ask_all(
     return times, replies
 
 
+def _burst_done(settings: Settings, tenant: str, target: int, stop: threading.Event) -> None:
+    """Sets ``stop`` once ``target`` versions of ``tenant`` are indexed (one count a second)."""
+    assert settings.postgres_dsn is not None
+    with bootstrap.event_status(settings.postgres_dsn) as status:
+        while not stop.is_set():
+            if status.indexed(tenant) >= target:
+                stop.set()
+                return
+            time.sleep(1.0)
+
+
+async def _ask_under_ingest(
+    settings: Settings, tenant: str, texts: list[str], done: threading.Event
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """Questions one at a time until ``done`` (the burst is in) or ``texts`` run out; only the
+    answers received before ``done`` count."""
+    from memstream.ops.identity import credential_for
+    from memstream.streams.client import MemoryClient
+
+    assert settings.broker is not None
+    times, replies = [], []
+    key = credential_for(settings, "agent", tenant=tenant)
+    async with MemoryClient(settings.broker, settings.topics, timeout=60, credential=key) as client:
+        for text in texts:
+            if done.is_set():
+                break
+            started = time.perf_counter()
+            reply = await client.retrieve(text, tenant, force=True, limit=10)
+            if not done.is_set():
+                times.append((time.perf_counter() - started) * 1000)
+                replies.append(reply)
+    return times, replies
+
+
 async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[float]:
     embedder = bootstrap.load_embedder(settings)
     index = bootstrap.build_index(settings, embedder.dimension)
@@ -98,7 +142,6 @@ async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
     client opens it."""
     from memstream.ops.identity import credential_for
     from memstream.schemas import codec, envelope
-    from memstream.services import bootstrap
     from memstream.services.handlers.guard import Guard, Opened
     from memstream.services.ports import Position
 
@@ -161,67 +204,6 @@ async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
     return times
 
 
-def bench_query(memories: int, count: int, *, via_http: bool = False) -> dict[str, Any]:
-    data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
-    data_dir.chmod(0o755)
-    base = Settings.from_env()
-    settings = Settings(
-        data_dir=data_dir,
-        model_path=base.model_path,
-        web_port=0,
-        fetch_wait_ms=base.fetch_wait_ms,
-        fetch_wait_active_ms=base.fetch_wait_active_ms,
-        embed_threads=base.embed_threads,
-    )
-    tenant = f"bench-{uuid.uuid4().hex[:6]}"
-    stack = EmbeddedStack(settings)
-    resolved = stack.start()
-    figures: dict[str, Any] = {"memories": memories, "questions": count}
-    try:
-        prepare(resolved)
-        worker = start_worker(resolved)
-        try:
-            out.print(f"ingesting {memories} memories …")
-            raws = synthetic_events(tenant, memories)
-            for raw in raws:  # one version each: N memories
-                raw["memory_key"] = raw["event_id"]
-            publish_events(resolved, raws)
-            status = wait_for(
-                resolved,
-                [(tenant, r["event_id"]) for r in raws],
-                timeout=3600,
-                console=Console(stderr=True),
-                poll=0.5,
-            )
-            if status.pending:
-                raise RuntimeError(f"{len(status.pending)} events not ingested")
-            texts = questions(count)
-            out.print(f"asking {count} distinct questions, then one repeated {count} times …")
-            uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
-            cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
-            if via_http:
-                figures.update(_over_http(resolved, tenant, texts))
-        finally:
-            worker.terminate()
-            worker.wait(60)
-        stages: dict[str, list[float]] = defaultdict(list)
-        for reply in replies:
-            for stage, ms in reply["latency_ms"].items():
-                stages[stage].append(ms)
-        figures["uncached"] = percentiles(uncached)
-        figures["cached"] = percentiles(cached)
-        figures["cache_hits"] = sum(1 for r in cached_replies if r["latency_ms"].get("cache_hit"))
-        figures["stages"] = {k: statistics.median(v) for k, v in stages.items()}
-        figures["alone"] = percentiles(asyncio.run(_alone(resolved, tenant, texts)))
-        figures["security"] = percentiles(asyncio.run(_security(resolved, tenant, count)))
-    finally:
-        stack.stop()
-        import shutil
-
-        shutil.rmtree(data_dir, ignore_errors=True)
-    return figures
-
-
 def _over_http(settings: Settings, tenant: str, texts: list[str]) -> dict[str, Any]:
     from memstream.ops.bench_http import ask_over_http, start_gateway
 
@@ -238,33 +220,147 @@ def _over_http(settings: Settings, tenant: str, texts: list[str]) -> dict[str, A
         gateway.wait(30)
 
 
-def print_query(figures: dict[str, Any]) -> None:
+def bench_query(
+    memories: int, count: int, encoders: list[str], burst: int, *, via_http: bool = False
+) -> list[dict[str, Any]]:
+    return [_bench_one(memories, count, e, burst, via_http=via_http) for e in encoders]
+
+
+def _bench_one(
+    memories: int, count: int, encoder: str, burst: int, *, via_http: bool
+) -> dict[str, Any]:
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
+    data_dir.chmod(0o755)
+    base = Settings.from_env()
+    settings = with_encoder(
+        Settings(
+            data_dir=data_dir,
+            model_path=base.model_path,
+            web_port=0,
+            fetch_wait_ms=base.fetch_wait_ms,
+            fetch_wait_active_ms=base.fetch_wait_active_ms,
+            embed_threads=base.embed_threads,
+        ),
+        encoder,
+    )
+    tenant = f"bench-{uuid.uuid4().hex[:6]}"
+    stack = EmbeddedStack(settings)
+    resolved = stack.start()
+    figures: dict[str, Any] = {
+        "encoder": encoder, "memories": memories, "questions": count, "burst": burst
+    }  # fmt: skip
+    try:
+        prepare(resolved)
+        worker = start_worker(resolved)
+        try:
+            out.print(f"{encoder}: ingesting {memories} memories …")
+            raws = synthetic_events(tenant, memories)
+            for raw in raws:  # one version each: N memories
+                raw["memory_key"] = raw["event_id"]
+            publish_events(resolved, raws)
+            status = wait_for(
+                resolved,
+                [(tenant, r["event_id"]) for r in raws],
+                timeout=3600,
+                console=Console(stderr=True),
+                poll=0.5,
+            )
+            if status.pending:
+                raise RuntimeError(f"{len(status.pending)} events not ingested")
+            texts = questions(count)
+            out.print(f"{encoder}: {count} distinct questions, then one repeated {count} times …")
+            uncached, replies = asyncio.run(_ask_all(resolved, tenant, texts))
+            cached, cached_replies = asyncio.run(_ask_all(resolved, tenant, [texts[0]] * count))
+            if via_http:
+                figures.update(_over_http(resolved, tenant, texts))
+            out.print(f"{encoder}: questions while {burst} events are ingested …")
+            busy, busy_replies = _under_ingest(resolved, tenant, memories, burst, count)
+        finally:
+            worker.terminate()
+            worker.wait(60)
+        stages: dict[str, list[float]] = defaultdict(list)
+        for reply in replies:
+            for stage, ms in reply["latency_ms"].items():
+                stages[stage].append(ms)
+        figures["uncached"] = percentiles(uncached)
+        figures["cached"] = percentiles(cached)
+        figures["under_ingest"] = percentiles(busy)
+        figures["under_ingest_count"] = len(busy)
+        figures["under_ingest_embed"] = percentiles(
+            [r["latency_ms"].get("embed", 0.0) for r in busy_replies]
+        )
+        figures["cache_hits"] = sum(1 for r in cached_replies if r["latency_ms"].get("cache_hit"))
+        figures["stages"] = {k: statistics.median(v) for k, v in stages.items()}
+        figures["alone"] = percentiles(asyncio.run(_alone(resolved, tenant, texts)))
+        figures["security"] = percentiles(asyncio.run(_security(resolved, tenant, count)))
+    finally:
+        stack.stop()
+        import shutil
+
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return figures
+
+
+def _under_ingest(
+    settings: Settings, tenant: str, memories: int, burst: int, count: int
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """A burst of new memories published into the tenant while questions are asked."""
+    raws = synthetic_events(tenant, burst, seed=3)
+    for raw in raws:
+        raw["event_id"] = f"burst-{raw['event_id']}"
+        raw["memory_key"] = raw["event_id"]
+    done = threading.Event()
+    publisher = threading.Thread(target=publish_events, args=(settings, raws))
+    watcher = threading.Thread(target=_burst_done, args=(settings, tenant, memories + burst, done))
+    publisher.start()
+    watcher.start()
+    try:
+        time.sleep(1.0)  # the burst has reached the worker
+        # As many questions as idle, none asked before; they stop early if the burst is in.
+        texts = [q.replace("C-", "C-9") for q in questions(count)]
+        return asyncio.run(_ask_under_ingest(settings, tenant, texts, done))
+    finally:
+        publisher.join()
+        done.set()
+        watcher.join()
+
+
+def print_query(runs: list[dict[str, Any]]) -> None:
+    first = runs[0]
     table = Table(
-        title=f"memstream bench query · {figures['memories']} memories, "
-        f"{figures['questions']} questions",
+        title=f"memstream bench query · {first['memories']} memories, "
+        f"{first['questions']} questions; under ingest: a burst of {first['burst']} events",
         title_justify="left",
     )
-    for column in ("path", "p50 ms", "p95 ms", "p99 ms"):
-        table.add_column(column, justify="right" if column != "path" else "left")
+    table.add_column("path (p50 / p95 / p99 ms)")
+    for figures in runs:
+        table.add_column(figures["encoder"], justify="right")
     for name, key in (
-        ("end to end, uncached (send → reply)", "uncached"),
+        ("end to end, uncached, idle (send → reply)", "uncached"),
+        ("end to end, uncached, under ingest", "under_ingest"),
+        ("  its embed stage (server)", "under_ingest_embed"),
         ("end to end, repeated request (reply cache)", "cached"),
         ("HTTP gateway, uncached (POST → JSON reply)", "http_uncached"),
         ("HTTP gateway, repeated request (reply cache)", "http_cached"),
         ("embed query + one vector search, alone", "alone"),
         ("identity: sign + seal, verify + open, seal + open reply", "security"),
     ):
-        if key not in figures:
+        if key not in first:
             continue
-        p50, p95, p99 = figures[key]
-        table.add_row(name, f"{p50:.1f}", f"{p95:.1f}", f"{p99:.1f}")
+        table.add_row(name, *("{:.1f} / {:.1f} / {:.1f}".format(*f[key]) for f in runs))
+    table.add_row("questions answered under ingest", *(str(f["under_ingest_count"]) for f in runs))
+    table.add_row(
+        "under ingest p95 / idle p95",
+        *(f"{f['under_ingest'][1] / f['uncached'][1]:.2f}" for f in runs),
+    )
+    table.add_row(
+        "uncached p95 / alone p95", *(f"{f['uncached'][1] / f['alone'][1]:.2f}" for f in runs)
+    )
+    table.add_row("cache hits", *(f"{f['cache_hits']}/{f['questions']}" for f in runs))
     out.print(table)
-    ratio = figures["uncached"][1] / figures["alone"][1]
-    out.print(
-        f"uncached p95 / (embed + search) p95 = {ratio:.2f} · cache hits "
-        f"{figures['cache_hits']}/{figures['questions']}"
-    )
-    out.print(
-        "server stages, median ms: "
-        + ", ".join(f"{k} {v:.2f}" for k, v in figures["stages"].items())
-    )
+    for figures in runs:
+        out.print(
+            f"{figures['encoder']}: server stages, median ms: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in figures["stages"].items())
+        )

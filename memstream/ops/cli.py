@@ -75,6 +75,14 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--memories", type=int, default=10_000, help="memories (query bench)")
     bench.add_argument("--questions", type=int, default=200, help="questions (query bench)")
     bench.add_argument(
+        "--encoders",
+        default="torch,onnx,onnx-int8",
+        help="encoders side by side (ingest, query benches; the first is the reference)",
+    )
+    bench.add_argument(
+        "--burst", type=int, default=5_000, help="events ingested under queries (query bench)"
+    )
+    bench.add_argument(
         "--via-http", action="store_true", help="query bench: also through the HTTP gateway"
     )
     bench.add_argument(
@@ -100,6 +108,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     quality.add_argument("--seed", type=int, default=7, help="traps and sampling (default 7)")
     quality.add_argument("--out", default="results", help="report folder root (default results)")
+
+    model = sub.add_parser("model", help="export the embedding model to ONNX (model cache)")
+    model.add_argument("action", choices=["build"])
+    model.add_argument(
+        "--encoder",
+        choices=["onnx", "onnx-int8", "all"],
+        help="which export (default: MEMSTREAM_ENCODER's)",
+    )
 
     rules = sub.add_parser("rules", help="a tenant's half-lives and authorities (run time)")
     rules.add_argument("action", choices=["set", "show"])
@@ -281,6 +297,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.bench import bench
 
         return bench(settings, args)
+    if args.command == "model":
+        from memstream.ops.model import model_build
+
+        return model_build(settings, args.encoder or settings.encoder)
     if args.command == "rules":
         from memstream.ops.rules import rules
 

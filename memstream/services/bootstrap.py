@@ -24,6 +24,7 @@ from memstream.services.adapters.embedding import (
     BATCH_SIZE,
     BatchingEmbedder,
     SentenceTransformerEmbedder,
+    model_digest,
 )
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_audit import PostgresQueryLog
@@ -31,6 +32,7 @@ from memstream.services.adapters.postgres_credentials import (
     CredentialError,
     PostgresCredentialStore,
 )
+from memstream.services.adapters.postgres_encoder import IndexEncoder, PostgresIndexEncoder
 from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
@@ -201,8 +203,17 @@ async def build(
         def decode(data: bytes) -> dict[str, object]:
             return codec.decode("MemoryEvent", data)
 
-    embedder = embedder or await _load_embedder_async(settings)
+    if embedder is None:
+        embedder = await asyncio.to_thread(load_embedder, settings)
     repo = await PostgresMemoryRepository.connect(settings.postgres_dsn)
+    if isinstance(embedder, SentenceTransformerEmbedder):
+        try:
+            await check_index_encoder(
+                PostgresIndexEncoder(repo.pool), index_encoder(settings, embedder)
+            )
+        except BaseException:
+            await repo.close()
+            raise
     index = build_index(settings, embedder.dimension)
     from memstream.services.adapters.prometheus import PrometheusMetrics
     from memstream.services.adapters.redis_cache import RedisCache
@@ -310,16 +321,71 @@ async def build(
     )
 
 
-async def _load_embedder_async(settings: Settings) -> SentenceTransformerEmbedder:
-    return await asyncio.to_thread(load_embedder, settings, settings.embed_threads or None)
+def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
+    """The embedding model through the encoder the settings name (ONNX Runtime by default,
+    exported into the model cache at first use; torch when ONNX cannot be used). Blocking: a
+    first export takes seconds."""
+    return SentenceTransformerEmbedder.load(
+        resolve_model_path(settings),
+        threads=settings.embed_threads or None,
+        encoder=settings.encoder,
+        cache=settings.model_cache_dir,
+    )
+
+
+def export_encoder(settings: Settings, kind: str) -> tuple[Path, float] | None:
+    """``memstream model build``: export the model for the ONNX encoder ``kind`` into the model
+    cache now; the file and its least cosine to the torch model's probe vectors, or None when
+    the encoder cannot be used (the log line says why)."""
+    from memstream.services.adapters.onnx_encoder import agreement, build_onnx, cached_export
+
+    path = resolve_model_path(settings)
+    built = build_onnx(path, settings.model_cache_dir, kind, settings.embed_threads)
+    if built is None:
+        return None
+    onnx_file = cached_export(path, settings.model_cache_dir, kind)
+    probes = json.loads((onnx_file.parent / "probes.json").read_text())
+    return onnx_file, float(agreement(built, probes))
+
+
+def index_encoder(settings: Settings, embedder: SentenceTransformerEmbedder) -> IndexEncoder:
+    """What ``embedder`` writes into an index, as ``index_encoder`` records it."""
+    path = resolve_model_path(settings)
+    model = f"{path.name}@{model_digest(path)[:16]}"
+    return IndexEncoder(model, embedder.vectors, embedder.dimension, embedder.encoder)
+
+
+class EncoderMismatchError(AdapterError):
+    """The live index holds vectors of another encoder than this process's: they cannot mix."""
+
+
+async def check_index_encoder(store: PostgresIndexEncoder, current: IndexEncoder) -> None:
+    """Record ``current`` on a new index, accept it on an index of the same vectors, refuse it
+    (EncoderMismatchError, naming the fix) on an index of other vectors."""
+    recorded = await store.recorded()
+    if recorded is None and current.vectors != "fp32" and await store.anything_indexed():
+        raise EncoderMismatchError(
+            f"the vector index was built before its encoder was recorded (fp32 vectors); this "
+            f"process's encoder writes {current.describe()}. Fix: run `memstream replay "
+            f"--index` with MEMSTREAM_ENCODER={current.encoder} to re-index, or unset "
+            "MEMSTREAM_ENCODER"
+        )
+    if recorded is None:
+        recorded = await store.record(current)
+    if not recorded.same_vectors(current):
+        raise EncoderMismatchError(
+            f"the vector index holds {recorded.describe()}; this process's encoder writes "
+            f"{current.describe()}, and the two cannot be mixed. Fix: run `memstream replay "
+            f"--index` with MEMSTREAM_ENCODER={current.encoder} to re-index, or set "
+            f"MEMSTREAM_ENCODER={_setting_of(recorded)} (and the model) back"
+        )
+
+
+def _setting_of(recorded: IndexEncoder) -> str:
+    return "onnx-int8" if recorded.vectors == "int8" else "onnx"
 
 
 # -- the offline tools: what the CLI's commands build (replay, bench, audit, history, rules) --
-
-
-def load_embedder(settings: Settings, threads: int | None = None) -> SentenceTransformerEmbedder:
-    """The configured model (or the bundled one), loaded in this thread (slow)."""
-    return SentenceTransformerEmbedder.load(resolve_model_path(settings), threads=threads)
 
 
 def model_dimension(settings: Settings) -> int:
@@ -387,7 +453,43 @@ def rebuild_tools(settings: Settings, migrate: Callable[[str], object]) -> Rebui
         migrate=migrate,
         decode=lambda data: codec.decode("MemoryEvent", data),
         topic_reader=topic_reader,
+        encoder_switch=lambda dsn, embedder, partial: _encoder_switch(
+            settings, dsn, embedder, partial
+        ),
     )
+
+
+async def _encoder_switch(
+    settings: Settings, dsn: str, embedder: Embedder, partial: bool
+) -> Callable[[], Awaitable[None]]:
+    """``replay --index``: refuse a partial re-index to other vectors than the index records;
+    the call returned records the encoder (once every tenant is re-indexed)."""
+
+    async def nothing() -> None:
+        return None
+
+    if not isinstance(embedder, SentenceTransformerEmbedder):
+        return nothing
+    current = index_encoder(settings, embedder)
+    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
+    try:
+        recorded = await PostgresIndexEncoder(repo.pool).recorded()
+    finally:
+        await repo.close()
+    if partial and recorded is not None and not recorded.same_vectors(current):
+        raise AdapterError(
+            f"the index holds {recorded.describe()}, the encoder now writes "
+            f"{current.describe()}: re-index every tenant (drop --tenant) to switch"
+        )
+
+    async def record() -> None:
+        repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
+        try:
+            await PostgresIndexEncoder(repo.pool).record(current, replace=True)
+        finally:
+            await repo.close()
+
+    return record
 
 
 @contextlib.asynccontextmanager

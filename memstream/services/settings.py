@@ -12,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+# The embedding encoders (services/adapters/embedding.py): onnx and torch give the same vectors.
+ENCODERS = ("onnx", "onnx-int8", "torch")
+
 
 class SettingsError(ValueError):
     """A setting that cannot be used; the message names the variable and the fix."""
@@ -109,7 +112,20 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (
         "MEMSTREAM_EMBED_THREADS",
         "embed_threads",
-        "torch threads of the worker's batch embedding (0: torch's default, all cores)",
+        "threads of batch embedding: torch's per batch, ONNX Runtime's per session "
+        "(0: the library's default, all cores)",
+    ),
+    (
+        "MEMSTREAM_ENCODER",
+        "encoder",
+        "embedding encoder: onnx (default; the torch vectors), onnx-int8 (faster, approximate: "
+        "re-index to switch) or torch",
+    ),
+    (
+        "MEMSTREAM_MODEL_CACHE",
+        "model_cache",
+        "where ONNX exports of the model are cached, keyed by its hash (default "
+        "~/.cache/memstream/models)",
     ),
     (
         "MEMSTREAM_FETCH_WAIT_MS",
@@ -163,6 +179,8 @@ class Settings:
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     embed_threads: int = 0
+    encoder: str = "onnx"
+    model_cache: Path | None = None
     gateway_port: int = 7070
     key: str | None = None
     auth: str = "required"
@@ -199,6 +217,10 @@ class Settings:
         service_key_file = get("MEMSTREAM_SERVICE_KEY_FILE")
         vector_dir = get("MEMSTREAM_VECTOR_DIR")
         model_path = get("MEMSTREAM_MODEL_PATH")
+        model_cache = get("MEMSTREAM_MODEL_CACHE")
+        encoder = (get("MEMSTREAM_ENCODER") or "onnx").lower()
+        if encoder not in ENCODERS:
+            raise SettingsError(f"MEMSTREAM_ENCODER={encoder!r}: use {', '.join(ENCODERS)}")
         return cls(
             data_dir=Path(get("MEMSTREAM_DATA_DIR") or ".memstream").expanduser(),
             broker=get("MEMSTREAM_BROKER"),
@@ -207,6 +229,8 @@ class Settings:
             qdrant_url=get("MEMSTREAM_QDRANT_URL"),
             vector_dir=Path(vector_dir).expanduser() if vector_dir else None,
             model_path=Path(model_path).expanduser() if model_path else None,
+            encoder=encoder,
+            model_cache=Path(model_cache).expanduser() if model_cache else None,
             topics=Topics(
                 prefix=get("MEMSTREAM_TOPIC_PREFIX") or "memory.",
                 partitions=integer("MEMSTREAM_PARTITIONS", 4, 1, 1024),
@@ -239,6 +263,7 @@ class Settings:
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),
+            "MEMSTREAM_ENCODER": self.encoder,
             "MEMSTREAM_GATEWAY_PORT": str(self.gateway_port),
             "MEMSTREAM_AUTH": self.auth,
         }
@@ -249,6 +274,7 @@ class Settings:
             "MEMSTREAM_QDRANT_URL": self.qdrant_url,
             "MEMSTREAM_VECTOR_DIR": str(self.vector_dir) if self.vector_dir else None,
             "MEMSTREAM_MODEL_PATH": str(self.model_path) if self.model_path else None,
+            "MEMSTREAM_MODEL_CACHE": str(self.model_cache) if self.model_cache else None,
             "MEMSTREAM_KEY": self.key,
             "MEMSTREAM_SERVICE_KEY_FILE": (
                 str(self.service_key_file) if self.service_key_file else None
@@ -268,6 +294,12 @@ class Settings:
     @property
     def vector_root(self) -> Path:
         return self.vector_dir or self.data_dir / "vectors"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        """Exports are keyed by the model's hash and the libraries' versions: one cache serves
+        every data dir of the user (an export takes seconds)."""
+        return self.model_cache or Path("~/.cache/memstream/models").expanduser()
 
     def with_endpoints(
         self,

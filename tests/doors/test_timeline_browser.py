@@ -1,6 +1,7 @@
 """The audit timeline page in a real browser (Debian's chromium, headless): a memory that was
 queried, superseded by a late event and retracted; its versions and the audit row are in the
-DOM, and screenshots are kept under results/ui/."""
+DOM; a memory erased over ``POST /v1/forget`` shows tombstones (when, erasure id, reason) and
+none of its content. Screenshots are kept under results/ui/."""
 
 from __future__ import annotations
 
@@ -104,6 +105,46 @@ def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: D
         chromium(f"--screenshot={shot}", "--window-size=1280,1000", login_url(doors, target))
         assert shot.stat().st_size > 10_000
         print(f"screenshot: {shot}")
+
+
+def test_an_erased_memory_shows_tombstones_and_no_content(doors: Doors) -> None:
+    tag = uuid.uuid4().hex[:8]
+    key, canary = f"note:tl-{tag}", f"Quokka{tag}"
+
+    def note(text: str, days: int) -> dict[str, object]:
+        return memory_event(
+            doors.tenant, key, text, ago=timedelta(days=days), entity=f"customer:T-{tag}"
+        )
+
+    doors.ingest([note(f"Ring {canary} at the side gate.", 6)])
+    doors.ingest([note(f"Ring {canary} at the main gate.", 3)])
+    erased = httpx.post(
+        f"{doors.url}/v1/forget",
+        params={"wait": "true"},
+        json={"scope": {"memory_key": key}, "reason": "subject request 77"},
+        headers=doors.headers("admin"),
+        timeout=90,
+    )
+    assert erased.status_code == 200 and erased.json()["status"] == "completed", erased.text
+    erasure_id = erased.json()["erasure_id"]
+
+    page = f"/ui/memories/{quote(key, safe='')}?tenant_id={doors.tenant}"
+    dom = chromium("--dump-dom", login_url(doors, page))
+    rows = re.findall(
+        r"<tr class=\"version-row erased\" data-version=\"(\d+)\">(.*?)</tr>", dom, re.S
+    )
+    assert [n for n, _ in rows] == ["1", "2"], dom[:3000]
+    for _, row in rows:
+        assert "erased" in row and erasure_id in row and "subject request 77" in row
+    assert canary not in dom and f"T-{tag}" not in dom
+    assert len(re.findall(r"<g class=\"version erased\"", dom)) == 2
+    assert re.search(rf"<title>v1 UPSERT: erased [^<]*{erasure_id}", dom), dom[:3000]
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / "erased.png"
+    chromium(f"--screenshot={shot}", "--window-size=1280,800", login_url(doors, page))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
 
 
 def test_the_pages_refuse_without_a_credential(doors: Doors) -> None:

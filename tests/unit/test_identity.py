@@ -21,6 +21,7 @@ from memstream.services.domain.identity import (
     check_expiry,
     check_key,
     may_ask,
+    may_erase,
     may_publish,
     reply_address,
     valid_tenant_id,
@@ -64,6 +65,16 @@ def test_roles() -> None:
         may_publish(principal(Role.AGENT), "acme", "crm")
     assert may_publish(principal(Role.ADMIN), None, "official_doc") == "acme"
     assert not valid_tenant_id("acme ") and not valid_tenant_id("Acme") and valid_tenant_id("a-1")
+
+
+@given(st.sampled_from(list(Role)), st.one_of(names, st.none()))
+def test_only_an_admin_erases_and_only_in_its_own_tenant(role: Role, payload: str | None) -> None:
+    p = principal(role, frozenset({"crm"}))
+    if role is Role.ADMIN and payload in (None, "", "acme"):
+        assert may_erase(p, payload) == "acme"
+    else:
+        with pytest.raises(Forbidden):
+            may_erase(p, payload)
 
 
 @given(st.one_of(st.text(max_size=20), st.none()), st.one_of(st.integers(), st.none(), st.text()))

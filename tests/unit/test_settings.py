@@ -15,6 +15,8 @@ def test_unset_means_every_embedded_default() -> None:
     assert settings.vector_root == Path(".memstream/vectors")
     assert settings.topics.events == "memory.events"
     assert settings.topics.all()["memory.events.dlq"] == 1
+    assert settings.encoder == "onnx"
+    assert settings.model_cache_dir == Path("~/.cache/memstream/models").expanduser()
 
 
 def test_external_parts_are_picked_when_set() -> None:
@@ -63,6 +65,7 @@ def test_resolved_endpoints_never_override_what_was_set() -> None:
         ("MEMSTREAM_PARTITIONS", "0", "out of range"),
         ("MEMSTREAM_WEB_PORT", "70000", "out of range"),
         ("MEMSTREAM_LOG_LEVEL", "loud", "MEMSTREAM_LOG_LEVEL"),
+        ("MEMSTREAM_ENCODER", "tensorrt", "onnx, onnx-int8, torch"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, fragment: str) -> None:
@@ -85,6 +88,8 @@ def test_every_variable_read_is_listed_and_round_trips() -> None:
         redis_url="redis://r",
         rescore_seconds=7,
         fetch_wait_ms=3,
+        encoder="onnx-int8",
+        model_cache=Path("/srv/models"),
     )
     env = resolved.to_env()
     assert set(env) <= listed, set(env) - listed

@@ -46,3 +46,20 @@ def test_in_order_chains_have_no_late_versions_and_every_version_is_drawn(
     assert late_versions(chain) == set()
     svg = timeline_svg(chain, T0 + timedelta(days=200))
     assert svg.count("data-version=") == len(chain)
+
+
+@given(st.sets(st.integers(1, 6)), st.booleans())
+def test_erased_versions_are_tombstones_that_say_when_and_by_which_erasure(
+    erased: set[int], retracted_last: bool
+) -> None:
+    chain = [version(n, n * 3, n * 3 + 1) for n in range(1, 6)]
+    if retracted_last:
+        chain.append(version(6, 20, 21, Op.RETRACT))
+    marks = {f"v{n}": f"erased 2026-02-01 · erasure E{n}" for n in erased if n <= len(chain)}
+    svg = timeline_svg(chain, T0 + timedelta(days=40), marks)
+    tombstones = {n for n in erased if n <= 5}
+    assert svg.count("class='version erased'") == len(tombstones)
+    assert svg.count("data-version=") == len(chain)  # every version still drawn
+    for n in range(1, len(chain) + 1):
+        assert (f"erasure E{n}" in svg) is (f"v{n}" in marks)
+    assert "&lt;content" not in svg

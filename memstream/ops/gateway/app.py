@@ -1,7 +1,8 @@
 """The HTTP gateway: FastAPI routes over ``Doors``; ``create_app`` builds one.
 
 ``POST /v1/retrieve`` · ``POST /v1/events`` (``?wait=true``) ·
-``GET /v1/memories/{memory_key}/history`` · ``GET /v1/audit/{request_id}`` · ``GET /healthz`` ·
+``GET /v1/memories/{memory_key}/history`` · ``GET /v1/audit/{request_id}`` ·
+``POST /v1/forget`` (admin only) · ``GET /healthz`` ·
 ``/openapi.json`` and ``/docs`` (a page of our own: no CDN) · ``/mcp`` (MCP, streamable HTTP) ·
 ``/ui`` (the audit timeline). Every response carries ``X-Request-Id``; every error is
 ``{"request_id", "status": "error", "error": {"code", "message"}}``.
@@ -21,9 +22,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memstream.ops.gateway.auth import DoorError, Principal
+from memstream.ops.gateway.auth import DoorError, Principal, erasable_tenant
 from memstream.ops.gateway.service import REPLY_STATUS, Doors
-from memstream.ops.history import version_json
+from memstream.ops.history import tombstone_json, version_json
 
 REQUEST_ID = "X-Request-Id"
 
@@ -63,6 +64,25 @@ class RetrieveBody(BaseModel):
     request_id: str | None = None
 
 
+class ForgetScope(BaseModel):
+    """Whose data: ``{entity_type, entity_id}`` (every memory anchored to it) or
+    ``{memory_key}`` (every version of one memory)."""
+
+    model_config = ConfigDict(extra="forbid")
+    entity_type: str | None = Field(default=None, examples=["customer"])
+    entity_id: str | None = Field(default=None, examples=["C-17"])
+    memory_key: str | None = Field(default=None, examples=[None])
+
+
+class ForgetBody(BaseModel):
+    """An erasure request; the tenant is the admin credential's."""
+
+    model_config = ConfigDict(extra="forbid")
+    scope: ForgetScope
+    reason: str | None = Field(default=None, examples=["data-subject request 2026-114"])
+    dry_run: bool = False
+
+
 def error_body(request_id: str, code: str, message: str) -> dict[str, Any]:
     error = {"code": code, "message": message}
     return {"request_id": request_id, "status": "error", "error": error}
@@ -86,6 +106,15 @@ async def caller(
 
 
 Caller = Annotated[tuple[Principal, str], Depends(caller)]
+
+
+async def admin(who: Caller) -> tuple[Principal, str]:
+    """An admin of its tenant, refused (403) before the body is read."""
+    erasable_tenant(who[0])
+    return who
+
+
+Admin = Annotated[tuple[Principal, str], Depends(admin)]
 
 
 def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
@@ -195,11 +224,18 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
             raise DoorError(
                 "not_found", f"no memory {memory_key!r} for tenant {tenant!r} at that time", 404
             )
+        marks = await doors.tombstones(tenant, memory_key)
+        versions = []
+        for version in chain:
+            line = version_json(version)
+            if version.version_id in marks:
+                line["erased"] = tombstone_json(marks[version.version_id])
+            versions.append(line)
         return {
             "request_id": request_id_of(request),
             "tenant_id": tenant,
             "memory_key": memory_key,
-            "versions": [version_json(v) for v in chain],
+            "versions": versions,
         }
 
     @app.get("/v1/audit/{request_id}", summary="What an agent was told for one request, and why")
@@ -211,6 +247,36 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
             "request_id": request_id_of(request),
             "answers": [{**e, "answered_at": e["answered_at"].isoformat()} for e in entries],
         }
+
+    @app.post(
+        "/v1/forget",
+        summary="Erase a data subject (admin credential only)",
+        description="Erases every version of a memory, or every memory anchored to an entity, in "
+        "the credential's tenant: content becomes a tombstone (erased when, erasure id, reason, "
+        "digest). The reply holds counts, the erasure id and digests, never the erased data. "
+        "200 once completed (or for a dry run); 202 when the running worker completes it "
+        "(`?wait=true` waits for that).",
+    )
+    async def forget(
+        body: ForgetBody,
+        request: Request,
+        who: Admin,
+        wait: Annotated[bool, Query(description="until the worker has completed it")] = False,
+        timeout: Annotated[float, Query(gt=0, le=600)] = 60.0,
+    ) -> JSONResponse:
+        forgotten = await doors.forget(
+            who[0],
+            who[1],
+            body.scope.model_dump(exclude_none=True),
+            reason=body.reason,
+            dry_run=body.dry_run,
+            wait=wait,
+            wait_seconds=timeout,
+        )
+        return JSONResponse(
+            {"request_id": request_id_of(request), **forgotten.to_json()},
+            status_code=200 if forgotten.settled else 202,
+        )
 
     @app.get("/healthz", summary="Is the gateway up, and can it reach Postgres")
     async def healthz(request: Request) -> JSONResponse:

@@ -4,8 +4,8 @@ a refusal.
 ``Authenticator`` is the one seam every door checks credentials through: the
 ``CredentialStore`` port (``authenticate(secret) -> Principal``), built by
 ``bootstrap.credential_store``. What a caller may do is decided by the identity rules of the
-domain (``may_ask``, ``may_publish``); a refusal is a ``DoorError`` with the public message of
-its code, never the reason.
+domain (``may_ask``, ``may_publish``, ``may_erase``); a refusal is a ``DoorError`` with the
+public message of its code, never the reason.
 """
 
 from __future__ import annotations
@@ -17,10 +17,19 @@ from memstream.services.domain.identity import (
     AuthError,
     Principal,
     may_ask,
+    may_erase,
     may_publish,
 )
 
-__all__ = ["Authenticator", "DoorError", "Principal", "bearer", "readable_tenant", "writable"]
+__all__ = [
+    "Authenticator",
+    "DoorError",
+    "Principal",
+    "bearer",
+    "erasable_tenant",
+    "readable_tenant",
+    "writable",
+]
 
 
 class DoorError(Exception):
@@ -71,5 +80,13 @@ def readable_tenant(principal: Principal, requested: str | None) -> str:
 def writable(principal: Principal, tenant: object, source_system: object) -> str:
     try:
         return may_publish(principal, tenant, source_system)
+    except AuthError as exc:
+        raise refused(exc) from None
+
+
+def erasable_tenant(principal: Principal) -> str:
+    """The tenant an admin erases in: its credential's (every other role: 403)."""
+    try:
+        return may_erase(principal)
     except AuthError as exc:
         raise refused(exc) from None

@@ -3,12 +3,14 @@
 x is valid time (when a version was true), y is transaction time (when memstream knew it,
 growing downwards): each version is the rectangle valid_from→valid_to × recorded_at→
 superseded_at, open edges running to "now". A retraction is a red cross where it begins; a late
-event (recorded after a version that is valid later) is drawn hatched.
+event (recorded after a version that is valid later) is drawn hatched; an erased version is a
+grey dashed tombstone labelled "erased", its title saying when and by which erasure (never what
+it held).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
 
@@ -28,7 +30,11 @@ def late_versions(chain: Sequence[MemoryVersion]) -> set[str]:
     }
 
 
-def timeline_svg(chain: Sequence[MemoryVersion], now: datetime) -> str:
+def timeline_svg(
+    chain: Sequence[MemoryVersion], now: datetime, erased: Mapping[str, str] | None = None
+) -> str:
+    """``erased``: by version id, the tombstone text of the erased versions."""
+    erased = erased or {}
     if not chain:
         return ""
     valid = [v.valid_from for v in chain] + [v.valid_to or now for v in chain] + [now]
@@ -67,6 +73,9 @@ def timeline_svg(chain: Sequence[MemoryVersion], now: datetime) -> str:
             f"{_short(v.valid_to)}, known {v.recorded_at:%Y-%m-%d %H:%M} → "
             f"{_short(v.superseded_at)}"
         )
+        tombstone = erased.get(v.version_id)
+        if tombstone is not None:
+            title = escape(f"v{v.version} {v.op.value}: {tombstone}")
         if v.op is Op.RETRACT:
             cx, cy = x(v.valid_from), y(v.recorded_at)
             near_right = cx > WIDTH - RIGHT - 120
@@ -76,8 +85,19 @@ def timeline_svg(chain: Sequence[MemoryVersion], now: datetime) -> str:
                 f"<path d='M{cx - 7:.1f},{cy - 7:.1f}L{cx + 7:.1f},{cy + 7:.1f}M{cx + 7:.1f},"
                 f"{cy - 7:.1f}L{cx - 7:.1f},{cy + 7:.1f}' stroke='#c0392b' stroke-width='3'/>"
                 f"<text x='{tx:.1f}' y='{cy + 18:.1f}' fill='#c0392b' text-anchor='{anchor}'>"
-                f"{label} retracted"
+                f"{label} retracted{' · erased' if tombstone is not None else ''}"
                 "</text></g>"
+            )
+            continue
+        if tombstone is not None:
+            width, height = max(right - left, 3.0), max(bottom - top, 3.0)
+            parts.append(
+                f"<g class='version erased' data-version='{v.version}'><title>{title}</title>"
+                f"<rect x='{left:.1f}' y='{top:.1f}' width='{width:.1f}' height='{height:.1f}' "
+                "fill='#d5d8dc' fill-opacity='0.7' stroke='#566573' stroke-width='2' "
+                "stroke-dasharray='6 4'/>"
+                f"<text x='{left + 4:.1f}' y='{top + 14:.1f}' font-size='12' fill='#34495e'>"
+                f"{label} erased</text></g>"
             )
             continue
         width, height = max(right - left, 3.0), max(bottom - top, 3.0)

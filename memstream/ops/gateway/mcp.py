@@ -19,7 +19,7 @@ from mcp_types import CallToolResult, TextContent
 
 from memstream.ops.gateway.auth import DoorError, Principal
 from memstream.ops.gateway.service import Doors
-from memstream.ops.history import version_json
+from memstream.ops.history import tombstone_json, tombstone_text, version_json
 
 INSTRUCTIONS = (
     "memstream holds versioned, trust-scored memories about customers, products and tickets. "
@@ -119,15 +119,23 @@ def build_server(doors: Doors, *, default_credential: str | None) -> MCPServer[A
                 as_of=_moment(as_of, "as_of"),
                 known_at=_moment(known_at, "known_at"),
             )
+            marks = await doors.tombstones(tenant, memory_key) if chain else {}
         except DoorError as exc:
             return _refused(exc)
-        versions = [version_json(v) for v in chain]
-        lines = [
-            f"v{v['version']} {v['op']} valid {v['valid_from']} → {v['valid_to'] or 'now'} · "
-            f"recorded {v['recorded_at']} · {v['source_system']} · {v['status']}"
-            f"{' · current' if v['is_current'] else ''}: {v['content']}"
-            for v in versions
-        ]
+        versions = []
+        lines = []
+        for version in chain:
+            v = version_json(version)
+            mark = marks.get(version.version_id)
+            if mark is not None:
+                v["erased"] = tombstone_json(mark)
+            versions.append(v)
+            lines.append(
+                f"v{v['version']} {v['op']} valid {v['valid_from']} → {v['valid_to'] or 'now'} · "
+                f"recorded {v['recorded_at']} · {v['source_system']} · {v['status']}"
+                f"{' · current' if v['is_current'] else ''}: "
+                f"{tombstone_text(mark) if mark is not None else v['content']}"
+            )
         text = "\n".join(lines) or f"no memory {memory_key!r} for tenant {tenant!r}"
         return _result(text, {"tenant_id": tenant, "memory_key": memory_key, "versions": versions})
 

@@ -9,6 +9,7 @@ read-only views of Postgres through the existing adapters. Every method takes th
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
@@ -22,17 +23,20 @@ from memstream.ops.gateway.auth import (
     DoorError,
     Principal,
     bearer,
+    erasable_tenant,
     readable_tenant,
     refused,
     writable,
 )
+from memstream.ops.gateway.erasure import Forgotten, erasure_scope, wait_completed
 from memstream.services.domain import versioning
+from memstream.services.domain.erasure import InvalidScope, checked_reason
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.identity import AuthError, Forbidden
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.reply import RetrievalReply
 from memstream.services.domain.validation import validate_event
-from memstream.services.ports import AdapterError
+from memstream.services.ports import AdapterError, ErasureMark
 from memstream.services.settings import Settings
 
 if TYPE_CHECKING:
@@ -41,6 +45,7 @@ if TYPE_CHECKING:
     from memstream.services.bootstrap import Stores
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 MAX_CLIENTS = 32  # one Kafka client per credential in use; the least recently used goes
 MAX_EVENTS = 1000  # per call
@@ -124,6 +129,7 @@ class Doors:
         self._exit: AsyncExitStack | None = None
         self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
         self._lock = asyncio.Lock()
+        self._erasing = asyncio.Lock()  # one erasure at a time: one shard opener per process
 
     async def start(self) -> Doors:
         from contextlib import AsyncExitStack
@@ -259,6 +265,57 @@ class Doors:
             valid = versioning.valid_at(chain, as_of)
             chain = [valid] if valid is not None else []
         return tenant, chain
+
+    async def tombstones(self, tenant_id: str, memory_key: str) -> dict[str, ErasureMark]:
+        """By version id, what erased the erased versions of a memory (read by a caller already
+        allowed to read ``tenant_id``)."""
+        return await self._read(self.stores.erasure.marks(tenant_id, memory_key))
+
+    async def forget(
+        self,
+        principal: Principal,
+        credential: str,
+        scope: Mapping[str, Any],
+        *,
+        reason: str | None = None,
+        dry_run: bool = False,
+        wait: bool = False,
+        wait_seconds: float = 60.0,
+    ) -> Forgotten:
+        """Erase ``scope`` of the admin's tenant, as ``memstream forget`` does: 403 for any other
+        role, 422 for a bad scope, 503 when Postgres fails (nothing is then erased)."""
+        from memstream.ops.forget import ForgetRequest, hand_to_worker, run_forget
+
+        tenant = erasable_tenant(principal)
+        try:
+            request = ForgetRequest(
+                erasure_scope(tenant, scope),
+                checked_reason(reason),
+                principal.key_id,
+                dry_run,
+                credential,
+            )
+        except InvalidScope as exc:
+            raise DoorError("invalid_scope", str(exc), 422) from None
+        async with self._erasing:
+            try:
+                result = await run_forget(self.settings, request)
+            except AdapterError as exc:
+                raise DoorError("storage_unavailable", f"nothing was erased: {exc}", 503) from None
+        forgotten = Forgotten(result)
+        if result.pending:
+            try:
+                handed = await asyncio.to_thread(hand_to_worker, self.settings, request)
+            except AdapterError as exc:
+                log.error("erasure committed, not handed to the worker: %s", exc)
+                return forgotten
+            forgotten.handed_to_worker = handed
+            if wait:
+                erasures = self.stores.erasure
+                forgotten.completed_by_worker = await self._read(
+                    wait_completed(erasures.pending, tenant, result.pending, wait_seconds)
+                )
+        return forgotten
 
     async def audit(self, principal: Principal, request_id: str) -> list[dict[str, Any]]:
         """The logged answers to ``request_id`` that the caller's tenant may see."""

@@ -1,8 +1,9 @@
 """The audit timeline pages at ``/ui``, rendered on the server (HTML + inline SVG, no script).
 
 ``/ui/memories/{memory_key}?tenant_id=`` — a memory's versions on the valid-time ×
-transaction-time chart, each with its flags (current, superseded, retracted, late) and the trust
-components it was last served with, and the requests that returned it. ``/ui/requests/{id}`` —
+transaction-time chart, each with its flags (current, superseded, retracted, late, erased) and the
+trust components it was last served with, and the requests that returned it; an erased version is
+a tombstone (erased when, erasure id, reason), its content gone. ``/ui/requests/{id}`` —
 what the agent was told and why: the gate, every result's scores and conflicts, with a link to
 each memory's timeline. A browser authenticates with the ``Authorization`` header, or once at
 ``/ui/login?credential=…`` which sets an HttpOnly cookie.
@@ -10,6 +11,7 @@ each memory's timeline. A browser authenticates with the ``Authorization`` heade
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from html import escape
 from typing import Annotated, Any
@@ -23,6 +25,7 @@ from memstream.ops.gateway.chart import late_versions, timeline_svg
 from memstream.ops.gateway.pages import frame
 from memstream.ops.gateway.service import Doors
 from memstream.services.domain.model import MemoryVersion, Op
+from memstream.services.ports import ErasureMark
 
 COOKIE = "memstream_credential"
 COMPONENTS = ("authority", "recency", "binding", "state", "cross_validation", "trust", "final")
@@ -55,6 +58,11 @@ def _flags(v: MemoryVersion, late: set[str]) -> list[str]:
     return flags
 
 
+def tombstone(mark: ErasureMark) -> str:
+    why = f" · {mark.reason}" if mark.reason else ""
+    return f"erased {_fmt(mark.erased_at)} UTC · erasure {mark.erasure_id}{why}"
+
+
 def _scores_by_version(answers: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Each version's scores as last served (answers come newest first)."""
     seen: dict[str, dict[str, float]] = {}
@@ -70,7 +78,9 @@ def memory_page(
     chain: list[MemoryVersion],
     answers: list[dict[str, Any]],
     now: datetime,
+    marks: Mapping[str, ErasureMark] | None = None,
 ) -> str:
+    marks = marks or {}
     late = late_versions(chain)
     scores = _scores_by_version(answers)
     head = "".join(f"<th>{c.replace('_', ' ')}</th>" for c in COMPONENTS)
@@ -81,14 +91,21 @@ def memory_page(
             f"<td>{served[c]:.3f}</td>" if served and c in served else "<td>·</td>"
             for c in COMPONENTS
         )
-        flags = " ".join(f"<span class='tag'>{f}</span>" for f in _flags(v, late))
+        mark = marks.get(v.version_id)
+        names = _flags(v, late) + (["erased"] if mark is not None else [])
+        flags = " ".join(f"<span class='tag'>{f}</span>" for f in names)
+        content = (
+            f"<td class='tombstone'>{escape(tombstone(mark))}</td>"
+            if mark is not None
+            else f"<td>{escape(v.content[:160])}</td>"
+        )
+        kind = "version-row erased" if mark is not None else "version-row"
         rows.append(
-            f"<tr class='version-row' data-version='{v.version}'><td class='m'>v{v.version}</td>"
+            f"<tr class='{kind}' data-version='{v.version}'><td class='m'>v{v.version}</td>"
             f"<td>{escape(v.op.value)}</td><td>{flags}</td>"
             f"<td>{_fmt(v.valid_from)} → {_fmt(v.valid_to)}</td>"
             f"<td>{_fmt(v.recorded_at)} → {_fmt(v.superseded_at)}</td>"
-            f"<td>{escape(v.source_system)} · {escape(v.status)}</td>{cells}"
-            f"<td>{escape(v.content[:160])}</td></tr>"
+            f"<td>{escape(v.source_system)} · {escape(v.status)}</td>{cells}{content}</tr>"
         )
     audit = []
     for answer in answers:
@@ -103,11 +120,13 @@ def memory_page(
                 f"<td>v{r['version']}</td><td>{r['scores']['final']:.3f}</td>"
                 f"<td>{r['scores']['trust']:.3f}</td></tr>"
             )
+    erased_note = f" ({len(marks)} erased)" if marks else ""
     body = (
         f"<h1>Timeline of <code>{escape(key)}</code> · tenant {escape(tenant)}</h1>"
-        f"<p>{len(chain)} versions · rendered {_fmt(now)} UTC · rectangles span valid time "
-        "(across) and transaction time (down); hatched: late; red cross: retraction.</p>"
-        f"{timeline_svg(chain, now)}"
+        f"<p>{len(chain)} versions{erased_note} · rendered {_fmt(now)} UTC · rectangles span "
+        "valid time (across) and transaction time (down); hatched: late; red cross: retraction;"
+        " grey dashed: erased.</p>"
+        f"{timeline_svg(chain, now, {k: tombstone(m) for k, m in marks.items()})}"
         "<h2>Versions</h2><table id='versions'><tr><th>v</th><th>op</th><th></th>"
         f"<th>valid from → to</th><th>recorded → superseded</th><th>source · status</th>{head}"
         f"<th>content</th></tr>{''.join(rows)}</table>"
@@ -215,7 +234,9 @@ def add_ui(app: FastAPI, doors: Doors) -> None:
         if not chain:
             raise DoorError("not_found", f"no memory {memory_key!r} for tenant {tenant!r}", 404)
         answers = await doors.answers_about(principal, tenant, memory_key)
-        return HTMLResponse(memory_page(tenant, memory_key, chain, answers, datetime.now(UTC)))
+        marks = await doors.tombstones(tenant, memory_key)
+        page = memory_page(tenant, memory_key, chain, answers, datetime.now(UTC), marks)
+        return HTMLResponse(page)
 
     @app.get("/ui/requests/{request_id}", include_in_schema=False)
     async def request_view(

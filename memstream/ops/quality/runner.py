@@ -340,10 +340,19 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     base = Settings.from_env()
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-quality-"))
     data_dir.chmod(0o755)  # the embedded PostgreSQL runs as another user
-    settings = Settings(data_dir=data_dir, broker="unused", model_path=base.model_path)
+    settings = Settings(
+        data_dir=data_dir,
+        broker="unused",
+        model_path=base.model_path,
+        encoder=base.encoder,
+        model_cache=base.model_cache,
+    )
     clock = time.perf_counter()
     model = bootstrap.load_embedder(settings)
-    model.cache_tag = str(bootstrap.resolve_model_path(settings))  # type: ignore[attr-defined]
+    console.print(f"encoder: {model.encoder}")
+    # Cached embeddings are the model's and their kind's: int8 vectors are not fp32 ones.
+    tag = f"{bootstrap.resolve_model_path(settings)}|{model.vectors}"
+    model.cache_tag = tag  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
     gate_questions = gate_set(suites, options.seed)

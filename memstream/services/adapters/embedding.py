@@ -1,140 +1,68 @@
 """SentenceTransformerEmbedder: texts → unit vectors with a local sentence-transformers model.
 
-The model loads from a directory (the bundled MiniLM by default) with the hub switched off;
-encoding runs in a worker thread so the event loop keeps serving, one forward pass at a time,
-queries before the waiting passes of a batch. A model of the usual shape (a transformer, mean
-pooling, normalisation) runs as one TorchScript graph (``TracedEncoder``), checked against the
-eager model when it loads. Must not import handlers or streams.
+The model loads from a directory (the bundled MiniLM by default) with the hub switched off, and
+runs through one of three encoders: ONNX Runtime (``onnx_encoder``, fp32 or int8, exported once
+and cached), the model traced into one TorchScript graph, or the eager model (``torch_encoder``).
+Encoding runs in a worker thread so the event loop keeps serving, one forward pass at a time;
+queries go before the waiting passes of a batch, and while queries arrive a batch runs in small
+passes with pauses between them (a share of the CPU left to the queries' other stages). Must not
+import handlers or streams.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import warnings
+import time
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
-from memstream.services.ports import AdapterError
+from memstream.services.adapters.encoder_common import (
+    PROBES,
+    longest_first,
+    model_digest,
+    offline,
+    passes,
+)
+from memstream.services.settings import ENCODERS
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "BATCH_SIZE",
+    "PROBES",
+    "BatchingEmbedder",
+    "SentenceTransformerEmbedder",
+    "longest_first",
+    "model_digest",
+    "offline",
+    "passes",
+]
 
 SMALL_BATCH = 2  # at most this many texts are encoded on one thread, ahead of any batch
 # Texts per forward pass. Measured with the bundled model on 2 cores: 8 → 288 texts/s, 16 → 307,
 # 32 → 310, 64 → 256; and a query waits at most one pass (16 texts: ~50 ms, 64: ~250 ms).
 BATCH_SIZE = 16
-_PROBES = [
-    "hi",
-    "Did customer C-17 return the XR-500 headphones?",
-    "客户申请退货，订单号 A-1001",
-    "a long text " * 200,  # beyond the model's window: truncated alike
-]
+# While queries arrive (one in the last QUERY_WINDOW seconds) a batch runs in passes of
+# QUIET_BATCH texts and, after each, waits QUIET_SHARE of the time the pass took: a query waits
+# behind at most one small pass, and its search, fusion and Postgres reads get a core.
+QUERY_WINDOW = 1.0
+QUIET_BATCH = 4
+QUIET_SHARE = 1.0
 
 
-def _passes(texts: Sequence[str], size: int) -> list[list[int]]:
-    """Indices of ``texts`` in passes of ``size``, longest first (less padding per pass)."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    return [order[start : start + size] for start in range(0, len(order), size)]
+class Encoder(Protocol):
+    """One model run: unit vectors of texts, in order. ``kind``: onnx, onnx-int8, torch (the
+    TorchScript graph) or eager."""
 
+    @property
+    def kind(self) -> str: ...
 
-class TracedEncoder:
-    """The model's transformer, mean pooling and normalisation traced into one TorchScript graph.
+    @property
+    def dimension(self) -> int: ...
 
-    The eager model re-enters Python, and takes the GIL, for every module of every layer: in
-    the worker any busy thread stalls it (a lone query measured 9.5 ms alone and 533 ms beside
-    a spinning Python thread), where the graph holds the GIL only to tokenise (6.4 and 57 ms).
-    Batches run at the same speed either way. ``build`` returns None — and the eager model is
-    used — for another shape of model, or when the graph's vectors differ from the eager ones.
-    """
-
-    def __init__(self, graph: Any, tokenizer: Any, max_length: int) -> None:
-        self._graph = graph
-        self._tokenizer = tokenizer
-        self._max_length = max_length
-
-    @classmethod
-    def build(cls, model: Any) -> TracedEncoder | None:
-        try:
-            encoder = cls._trace(model)
-            if encoder is None:
-                return None
-            expected = model.encode(
-                _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-            )
-            got = encoder.encode(_PROBES, batch_size=len(_PROBES))
-        except Exception as exc:  # any model this code does not know: the eager path
-            log.info("embedding model not traced (%s); using it eagerly", exc)
-            return None
-        worst = min(
-            sum(a * b for a, b in zip(x, y, strict=True))
-            for x, y in zip(got, expected, strict=True)
-        )
-        if worst < 0.9999:
-            log.warning("traced embedding model differs from the eager one (cosine %.5f)", worst)
-            return None
-        return encoder
-
-    @classmethod
-    def _trace(cls, model: Any) -> TracedEncoder | None:
-        import torch
-
-        modules = list(model)
-        names = [type(m).__name__ for m in modules]
-        if names not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-            return None
-        config = modules[1].get_config_dict()
-        mode = config.get("pooling_mode")
-        legacy_mean = config.get("pooling_mode_mean_tokens") and not any(
-            v
-            for k, v in config.items()
-            if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens"
-        )
-        if mode != "mean" and not legacy_mean:
-            return None
-        transformer = getattr(modules[0], "auto_model", None) or modules[0].model
-
-        class MeanPooled(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.transformer = transformer
-
-            def forward(self, ids: Any, mask: Any) -> Any:
-                hidden = self.transformer(input_ids=ids, attention_mask=mask)[0]
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-                return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
-
-        tokenizer = model.tokenizer
-        # Traced on a padded batch: the attention mask is a real input of the graph.
-        example = tokenizer(["a short one", "a longer example of a sentence"], **_PADDED)
-        with warnings.catch_warnings(), torch.inference_mode():
-            warnings.simplefilter("ignore")
-            graph = torch.jit.trace(  # type: ignore[no-untyped-call]
-                MeanPooled().eval(), (example["input_ids"], example["attention_mask"])
-            )
-            graph = torch.jit.freeze(graph)
-        return cls(graph, tokenizer, int(model.max_seq_length))
-
-    def encode(self, texts: Sequence[str], batch_size: int) -> list[list[float]]:
-        """Unit vectors of ``texts`` in order; longest first in batches (less padding)."""
-        import torch
-
-        vectors: list[list[float]] = [[] for _ in texts]
-        with torch.inference_mode():
-            for chosen in _passes(texts, batch_size):
-                batch = self._tokenizer(
-                    [texts[i] for i in chosen], max_length=self._max_length, **_PADDED
-                )
-                out = self._graph(batch["input_ids"], batch["attention_mask"]).tolist()
-                for i, vector in zip(chosen, out, strict=True):
-                    vectors[i] = vector
-        return vectors
-
-
-_PADDED: dict[str, Any] = {"return_tensors": "pt", "padding": True, "truncation": True}
+    def encode(
+        self, texts: Sequence[str], batch_size: int, threads: int | None
+    ) -> list[list[float]]: ...
 
 
 class _ModelGate:
@@ -175,27 +103,19 @@ class _ModelGate:
 class SentenceTransformerEmbedder:
     """Texts → unit vectors. ``embed`` runs one forward pass at a time in a worker thread: a
     batch pass by pass (``BATCH_SIZE`` texts, longest first), a query (``SMALL_BATCH`` texts at
-    most) ahead of the batch passes still waiting — measured while the worker ingested 8,000
-    events, a query's embedding waited up to 2.5 s behind the indexer's batches."""
+    most, or ``urgent``) ahead of the batch passes still waiting — measured while the worker
+    ingested 8,000 events, a query's embedding waited up to 2.5 s behind the indexer's batches.
+    While queries arrive, a batch backs off: passes of ``QUIET_BATCH`` and a pause after each."""
 
     def __init__(
-        self,
-        model: Any,
-        batch_size: int = BATCH_SIZE,
-        threads: int | None = None,
-        traced: TracedEncoder | None = None,
+        self, encoder: Encoder, batch_size: int = BATCH_SIZE, threads: int | None = None
     ) -> None:
-        self._model = model
+        self._encoder = encoder
         self._batch_size = batch_size
         self._threads = threads  # torch intra-op threads for batches; None: torch's default
-        self._traced = traced
         self._gate = _ModelGate()
-        get_dimension = getattr(model, "get_embedding_dimension", None)
-        get_dimension = get_dimension or model.get_sentence_embedding_dimension
-        dimension = get_dimension()
-        if dimension is None:
-            raise AdapterError("the embedding model does not report its dimension")
-        self._dimension = int(dimension)
+        self._last_query = -QUERY_WINDOW  # monotonic time of the last urgent pass asked
+        self.pass_sizes: deque[int] = deque(maxlen=256)  # batch passes, newest last
 
     @classmethod
     def load(
@@ -205,69 +125,80 @@ class SentenceTransformerEmbedder:
         threads: int | None = None,
         *,
         trace: bool = True,
+        encoder: str = "torch",
+        cache: Path | None = None,
     ) -> SentenceTransformerEmbedder:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-        from sentence_transformers import SentenceTransformer
+        """The model in ``path`` through ``encoder`` (one of ENCODERS). An ONNX encoder is
+        exported into ``cache`` the first time; when it cannot be used (onnxruntime missing, a
+        model of another shape, vectors that differ) the torch encoder answers, logged once."""
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder {encoder!r}: use one of {', '.join(ENCODERS)}")
+        offline()
+        if encoder != "torch":
+            from memstream.services.adapters.onnx_encoder import build_onnx
 
-        try:
-            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        except Exception as exc:
-            raise AdapterError(f"cannot load the embedding model from {path}: {exc}") from exc
-        return cls(model, batch_size, threads, TracedEncoder.build(model) if trace else None)
+            if cache is None:
+                raise ValueError(f"the {encoder} encoder needs a cache directory")
+            onnx = build_onnx(path, cache, encoder, threads or 0)
+            if onnx is not None:
+                return cls(onnx, batch_size, threads)
+        from memstream.services.adapters.torch_encoder import load_torch
+
+        return cls(load_torch(path, trace=trace), batch_size, threads)
 
     @property
     def dimension(self) -> int:
-        return self._dimension
+        return self._encoder.dimension
+
+    @property
+    def encoder(self) -> str:
+        """Which encoder runs: onnx, onnx-int8, torch (TorchScript graph) or eager."""
+        return self._encoder.kind
+
+    @property
+    def vectors(self) -> str:
+        """The vectors' kind, as the index records it: every encoder but int8 gives the same
+        fp32 vectors (cosine ≥ 0.9999, checked at load), so switching among them is safe."""
+        return "int8" if self._encoder.kind == "onnx-int8" else "fp32"
 
     @property
     def traced(self) -> bool:
-        """Whether texts go through the TorchScript graph (else the eager model)."""
-        return self._traced is not None
+        """Whether texts go through a compiled graph (TorchScript or ONNX), else the eager model."""
+        return self._encoder.kind != "eager"
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         # A query or two: one intra-op thread. Waking torch's thread pool from a worker thread
         # costs more than it saves on a single short text, and in a busy worker the pool's
         # second thread competes with the consumer's: measured 8 ms vs 12.5-22 ms for one query.
+        # (ONNX Runtime's threads are the session's, fixed when it opens.)
         threads = 1 if len(texts) <= SMALL_BATCH else self._threads
-        if threads is None:
-            return self._encode(texts)
-        import torch
+        return self._encoder.encode(texts, self._batch_size, threads)
 
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)  # restored below; embed() runs one call at a time
-        try:
-            return self._encode(texts)
-        finally:
-            torch.set_num_threads(before)
-
-    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
-        if self._traced is not None:
-            return self._traced.encode(texts, self._batch_size)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=self._batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [v.tolist() for v in vectors]
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> list[list[float]]:
+        """Unit vectors of ``texts`` in order; ``urgent`` (a query, or queries coalesced) goes
+        as one pass ahead of waiting batch passes, as do texts of SMALL_BATCH or fewer."""
         if not texts:
             return []
-        if len(texts) <= SMALL_BATCH:
+        if urgent or len(texts) <= SMALL_BATCH:
+            self._last_query = time.monotonic()
             return await self._pass(texts, urgent=True)
         vectors: list[list[float]] = [[] for _ in texts]
-        for chosen in _passes(texts, self._batch_size):
+        order, start = longest_first(texts), 0
+        while start < len(order):
+            quiet = self._queries_active()
+            chosen = order[start : start + (QUIET_BATCH if quiet else self._batch_size)]
+            start += len(chosen)
+            began = time.monotonic()
             done = await self._pass([texts[i] for i in chosen], urgent=False)
+            self.pass_sizes.append(len(chosen))
             for i, vector in zip(chosen, done, strict=True):
                 vectors[i] = vector
+            if start < len(order) and self._queries_active():
+                await asyncio.sleep((time.monotonic() - began) * QUIET_SHARE)
         return vectors
+
+    def _queries_active(self) -> bool:
+        return time.monotonic() - self._last_query < QUERY_WINDOW
 
     async def _pass(self, texts: Sequence[str], *, urgent: bool) -> list[list[float]]:
         await self._gate.acquire(urgent)
@@ -318,7 +249,7 @@ class BatchingEmbedder:
     async def _run(self, batch: list[tuple[str, asyncio.Future[list[float]]]]) -> None:
         self.model_calls += 1
         try:
-            vectors = await self._inner.embed([text for text, _ in batch])
+            vectors = await self._inner.embed([text for text, _ in batch], urgent=True)
         except Exception as exc:
             for _, future in batch:
                 if not future.done():

@@ -28,6 +28,9 @@ _DEAD = sql.SQL(
     "SELECT DISTINCT ON (tenant_id, event_id) tenant_id, event_id, reason FROM dead_letters"
     " WHERE (tenant_id, event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
 )
+_INDEXED = sql.SQL(
+    "SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s AND indexed_at IS NOT NULL"
+)
 _SETTLED = sql.SQL(
     "SELECT (SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s"
     " AND (indexed_at IS NOT NULL OR op = 'RETRACT'))"
@@ -84,6 +87,11 @@ class PostgresStatus:
         """Those of ``idents`` dead-lettered, with the reason."""
         rows = self._conn.execute(_DEAD, _split(idents)).fetchall()
         return {(tenant, event): reason for tenant, event, reason in rows}
+
+    def indexed(self, tenant_id: str) -> int:
+        """How many of the tenant's versions are indexed."""
+        row = self._conn.execute(_INDEXED, {"t": tenant_id}).fetchone()
+        return int(row[0]) if row else 0
 
     def settled(self, tenant_id: str) -> int:
         """How many of the tenant's events are versioned and indexed, or dead-lettered."""

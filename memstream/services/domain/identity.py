@@ -2,8 +2,8 @@
 
 A credential belongs to one tenant and has one role: ``agent`` (may ask), ``producer`` (may
 publish, only for the ``source_system``s it is bound to, so a forum scraper cannot claim the
-authority of ``official_doc``), ``admin`` (may ask and publish for any source of its tenant).
-The tenant of a request or event is the credential's; a payload naming another tenant is
+authority of ``official_doc``), ``admin`` (may ask and publish for any source of its tenant,
+and erase). The tenant of a request or event is the credential's; a payload naming another tenant is
 refused with the same answer whether that tenant exists or not (no enumeration).
 
 Pure rules only (stdlib, no clock: ``now`` is a parameter). The cryptography lives in
@@ -147,6 +147,16 @@ def may_publish(principal: Principal, payload_tenant: object, source_system: obj
         raise Forbidden("payload names another tenant")
     if principal.role is Role.PRODUCER and source_system not in principal.sources:
         raise Forbidden(f"source_system {source_system!r} is outside the credential")
+    return principal.tenant_id
+
+
+def may_erase(principal: Principal, payload_tenant: object = None) -> str:
+    """The tenant an erasure is done for: only an admin credential may forget, and only in its
+    own tenant (an erasure is an operator's act, never an agent's or a source's)."""
+    if principal.role is not Role.ADMIN:
+        raise Forbidden(f"role {principal.role} may not erase")
+    if payload_tenant not in (None, "", principal.tenant_id):
+        raise Forbidden("payload names another tenant")
     return principal.tenant_id
 
 

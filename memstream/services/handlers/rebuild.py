@@ -74,6 +74,9 @@ class RebuildTools:
     migrate: Callable[[str], object]
     decode: Callable[[bytes], Mapping[str, Any]]  # a MemoryEvent message → its record
     topic_reader: Callable[[str, str], TopicReader]  # (broker, topic)
+    # (dsn, embedder, partial) → what records the embedder's encoder on the index once every
+    # tenant is re-indexed; AdapterError for a partial re-index that would switch encoders.
+    encoder_switch: Callable[[str, Embedder, bool], Awaitable[Callable[[], Awaitable[None]]]]
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,12 @@ async def rebuild_index(
     tenants: tuple[str, ...] | None,
     batch: int,
 ) -> int:
-    """Re-index every UPSERT version of ``tenants`` (all: None); returns how many."""
+    """Re-index every UPSERT version of ``tenants`` (all: None) with the configured encoder;
+    returns how many. A change of encoder (other vectors than the index records) re-indexes
+    every tenant, then is recorded; with ``tenants`` it is refused: the other tenants' vectors
+    would not match."""
     embedder = await asyncio.to_thread(tools.load_embedder)
+    record_encoder = await tools.encoder_switch(source, embedder, bool(tenants))
     repo = await tools.open_repo(source, 8)
     index = tools.live_index(embedder.dimension)
     indexer = Indexer(repo, index, embedder, SilentSink())
@@ -136,6 +143,8 @@ async def rebuild_index(
         async with opened(tools, source) as ledger:
             for tenant in await ledger.tenants(tenants):
                 done += await _rebuild_tenant(ledger, index, indexer, tenant, batch, feedback)
+        if not tenants:
+            await record_encoder()
     finally:
         await index.close()
         await repo.close()
