@@ -219,6 +219,13 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_replay(bench_replay(args.versions))
         return 0
+    if args.what == "soak":
+        from memstream.ops.bench_soak import bench_soak, print_soak
+
+        print_soak(
+            bench_soak(args.requests, args.concurrency, args.memories, args.soak_burst, args.churn)
+        )
+        return 0
     if args.what == "erasure":
         from memstream.ops.bench_erasure import bench_erasure, print_erasure
 

@@ -7,20 +7,48 @@ and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from memstream.services.settings import ENVIRONMENT, Settings, SettingsError
 
 EXIT_CONFIG = 2
+EXIT_USAGE = 2
 EXIT_FAILED = 1
 
 
-def _parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse that suggests the closest command or flag for a mistyped one."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = ""
+        if "invalid choice:" in message:
+            wrong = message.split("invalid choice:", 1)[1].split("'")[1:2]
+            choices = [c for action in self._actions if action.choices for c in action.choices]
+            close = difflib.get_close_matches(wrong[0], choices, n=1) if wrong else []
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint}\n")
+
+    def suggest_flags(self, extras: Sequence[str]) -> NoReturn:
+        known = [o for action in self._actions for o in action.option_strings]
+        hints = []
+        for extra in extras:
+            close = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1)
+            if close:
+                hints.append(f"{extra} (did you mean {close[0]}?)")
+        self.error("unrecognized arguments: " + (", ".join(hints) or " ".join(extras)))
+
+
+def _parser() -> _Parser:
     settings_help = "\n".join(f"  {name:<28} {text}" for name, _, text in ENVIRONMENT)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memstream",
         description="memstream: versioned, trust-scored memory for AI agents, over Kafka.",
         epilog=f"settings (environment variables):\n{settings_help}",
@@ -62,12 +90,18 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print the reply as JSON")
     ask.add_argument("--batch", help="JSON-lines requests in, one JSON reply per line out")
     ask.add_argument("--timeout", type=float, default=15.0, help="seconds per request")
+    ask.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="--batch: requests in flight at once (default 16)",
+    )
     ask.add_argument("--key", help="agent credential (default MEMSTREAM_KEY / data dir)")
 
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure"])
+    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure", "soak"])
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -90,6 +124,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=100_000,
         help="current versions (replay bench: 1.24 events each, default 100,000)",
+    )
+    soak = bench.add_argument_group("soak bench (requests under ingest bursts and worker churn)")
+    soak.add_argument("--requests", type=int, default=100_000, help="default 100,000")
+    soak.add_argument("--concurrency", type=int, default=32, help="in flight (default 32)")
+    soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
+    soak.add_argument(
+        "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
     )
     erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
     erasure.add_argument(
@@ -123,6 +164,23 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("name", nargs="?", help="fact type (half_life) or source (authority)")
     rules.add_argument("value", nargs="?", help="a duration (3d, 6h) or an authority in (0, 1]")
     rules.add_argument("--tenant", required=True)
+    rules.add_argument(
+        "--create", action="store_true", help="set: allow a tenant that has no memories yet"
+    )
+
+    dlq = sub.add_parser("dlq", help="list, show and redrive dead-lettered events")
+    dlq.add_argument("action", choices=["list", "show", "redrive"])
+    dlq.add_argument("ids", nargs="*", help="dead letter ids (show, redrive)")
+    dlq.add_argument("--tenant", help="only this tenant's")
+    dlq.add_argument("--reason", help="only this reason (e.g. invalid_field)")
+    dlq.add_argument("--limit", type=int, help="list: at most this many")
+    dlq.add_argument(
+        "--all", action="store_true", help="redrive: every one not redriven yet (with filters)"
+    )
+    dlq.add_argument("--json", action="store_true", help="list: one JSON object per line")
+    dlq.add_argument(
+        "--key", help="redrive: producer credential (default MEMSTREAM_KEY / data dir)"
+    )
 
     audit = sub.add_parser("audit", help="what an agent was told for one request, and why")
     audit.add_argument("request_id")
@@ -244,21 +302,72 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        chosen = _subparser(parser, args.command)
+        (chosen or parser).suggest_flags(extras)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # The commands report a broker they cannot reach in one line of their own.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    sys.exit(run(args))
+
+
+def _subparser(parser: _Parser, command: str) -> _Parser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found = action.choices.get(command)
+            return found if isinstance(found, _Parser) else None
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch, and turn every failure into one line and an exit status (2: usage, 1: the
+    command failed), never a traceback (``MEMSTREAM_LOG_LEVEL=debug`` shows it)."""
+    from memstream.ops.ask import UsageError
     from memstream.ops.stack import StackError
+    from memstream.services.ports import AdapterError
+    from memstream.streams.client import BrokerUnavailable, MemoryClientError
 
     try:
         settings = Settings.from_env()
-        sys.exit(_dispatch(args, settings))
+        return _dispatch(args, settings)
     except SettingsError as exc:
-        print(f"memstream: settings: {exc}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        return _fail(f"settings: {exc}", EXIT_CONFIG)
+    except UsageError as exc:
+        return _fail(f"{args.command}: {exc}", EXIT_USAGE)
     except StackError as exc:
-        print(f"memstream: {exc}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        return _fail(str(exc), EXIT_CONFIG)
+    except BrokerUnavailable as exc:
+        return _fail(f"broker: {exc}", EXIT_CONFIG)
+    except MemoryClientError as exc:
+        return _fail(f"{args.command}: {exc}", EXIT_FAILED)
+    except AdapterError as exc:
+        return _fail(f"{args.command}: {exc}. Fix: check that the stack is up (memstream health)")
     except KeyboardInterrupt:
-        sys.exit(130)
+        return 130
+    except BrokenPipeError:
+        return _quiet_pipe()
+    except Exception as exc:
+        if os.environ.get("MEMSTREAM_LOG_LEVEL", "").lower() == "debug":
+            raise
+        return _fail(
+            f"{args.command}: {type(exc).__name__}: {exc}. Fix: if this persists, rerun with "
+            "MEMSTREAM_LOG_LEVEL=debug and report the traceback"
+        )
+
+
+def _fail(line: str, status: int = EXIT_FAILED) -> int:
+    with contextlib.suppress(BrokenPipeError):
+        print(f"memstream: {line}", file=sys.stderr, flush=True)
+    return status
+
+
+def _quiet_pipe() -> int:
+    """The reader went away (``… | head``): stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not raise again
+    return 0
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
@@ -305,8 +414,14 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.rules import rules
 
         if args.action == "set" and not (args.kind and args.name and args.value):
-            raise SystemExit("memstream: rules set needs KIND NAME VALUE")
+            from memstream.ops.ask import UsageError
+
+            raise UsageError("rules set needs KIND NAME VALUE")
         return rules(settings, args)
+    if args.command == "dlq":
+        from memstream.ops.dlq import dlq
+
+        return dlq(settings, args)
     if args.command == "audit":
         from memstream.ops.audit import audit
 

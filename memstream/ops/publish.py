@@ -58,6 +58,22 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
                 yield number, f"{exc.reason}: {exc.detail}"
 
 
+BROKER_PROBE_SECONDS = 5.0
+
+
+def probe_broker(producer: EventProducer, bootstrap: str) -> None:
+    """Fail in one line within seconds when the broker cannot be reached."""
+    from memstream.ops.stack import StackError
+
+    reason = producer.unreachable(BROKER_PROBE_SECONDS)
+    if reason is not None:
+        raise StackError(
+            "broker",
+            f"cannot reach {bootstrap} within {BROKER_PROBE_SECONDS:.0f}s ({reason})",
+            "start the stack with `memstream up`, or set MEMSTREAM_BROKER to a running broker",
+        )
+
+
 class Signers:
     """The producer credential of each tenant: the one given (``--key`` / MEMSTREAM_KEY), else
     that tenant's from the data dir's credentials.json."""
@@ -67,14 +83,18 @@ class Signers:
         self._key = key
         self._signers: dict[str, EventSigner] = {}
 
-    def headers(self, tenant: str, value: bytes, event_id: str) -> list[tuple[str, bytes]]:
+    def signer(self, tenant: str) -> EventSigner:
+        """The tenant's signer; CredentialsMissing when it has no credential here."""
         from memstream.ops.identity import credential_for
 
         signer = self._signers.get(tenant)
         if signer is None:
             signer = EventSigner(credential_for(self._settings, "producer", self._key, tenant))
             self._signers[tenant] = signer
-        return signer.headers(value, event_id, int(time.time() * 1000))
+        return signer
+
+    def headers(self, tenant: str, value: bytes, event_id: str) -> list[tuple[str, bytes]]:
+        return self.signer(tenant).headers(value, event_id, int(time.time() * 1000))
 
 
 def send_file(settings: Settings, path: Path, topic: str, key: str | None = None) -> Outcome:
@@ -82,6 +102,7 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
     signers = Signers(settings, key)
     lines = sum(1 for _ in path.open(encoding="utf-8"))
     producer = EventProducer(settings.broker, signers.headers)
+    probed = False  # the broker is checked before the first send, once its credential is found
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
 
@@ -104,6 +125,10 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
             if ident in seen:
                 outcome.repeated_in_file += 1
             seen.add(ident)
+            if not probed:
+                signers.signer(item.tenant_id)  # a missing credential is reported first
+                probe_broker(producer, settings.broker)
+                probed = True
             producer.send(topic, item)
             outcome.sent.append(ident)
         missing = producer.finish(60)
@@ -162,6 +187,14 @@ def publish(
         err.print(
             f"memstream: publish: {len(status.pending)} events not processed within "
             f"{timeout:.0f}s; is a worker running (`memstream up`)?"
+        )
+        return 1
+    if status.dead:
+        err.print(
+            f"memstream: publish: {len(status.dead)} events were dead-lettered. Fix: see why "
+            "with `memstream dlq list`, correct them, then publish again or `memstream dlq "
+            "redrive`",
+            markup=False,
         )
         return 1
     return 1 if outcome.rejected else 0

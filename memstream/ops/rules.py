@@ -6,17 +6,21 @@ replies. Examples::
 
     memstream rules set half_life complaint 3d --tenant acme
     memstream rules set authority forum 0.1 --tenant acme
-    memstream rules show --tenant acme
+    memstream rules show --tenant acme          # the defaults in force, overrides marked
+    memstream rules set authority wiki 0.5 --tenant new-co --create   # before its first event
 """
 
 from __future__ import annotations
 
 import asyncio
+import difflib
 import re
 from typing import Any
 
+from memstream.ops.ask import UsageError
 from memstream.ops.stack import resolve_settings
 from memstream.services import bootstrap
+from memstream.services.domain.ranking import DEFAULT_RULES
 from memstream.services.settings import Settings
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -36,11 +40,40 @@ def parse_value(kind: str, text: str) -> float:
     return value
 
 
+def _shown(kind: str, value: float) -> str:
+    if kind != "half_life":
+        return f"{value:g}"
+    for unit, seconds in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        if value >= seconds:
+            return f"{value / seconds:g}{unit}"
+    return f"{value:g}s"
+
+
+def defaults() -> dict[str, dict[str, float]]:
+    """The rules in force where a tenant overrides nothing (``(other)``: unlisted names)."""
+    rules = DEFAULT_RULES
+    half_lives = {k: v.total_seconds() for k, v in rules.decay.half_lives.items()}
+    half_lives["(other)"] = rules.decay.default.total_seconds()
+    authority = dict(rules.authority.authorities)
+    authority["(other)"] = rules.authority.unknown
+    return {"half_life": half_lives, "authority": authority}
+
+
 async def _run(settings: Settings, args: Any) -> int:
     assert settings.postgres_dsn is not None
     redis_url = settings.redis_url if args.action == "set" else None
     async with bootstrap.stores(settings.postgres_dsn, redis_url) as stores:
         rules = stores.rules
+        tenants = await rules.tenants()
+        if args.tenant not in tenants and not (
+            args.action == "set" and getattr(args, "create", False)
+        ):
+            close = difflib.get_close_matches(args.tenant, tenants, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            what = "--create to set rules before its first event" if args.action == "set" else ""
+            raise UsageError(
+                f"tenant {args.tenant!r} has no memories{hint}" + (f"; add {what}" if what else "")
+            )
         if args.action == "set":
             await rules.set_rule(
                 args.tenant, args.kind, args.name, parse_value(args.kind, args.value)
@@ -50,12 +83,17 @@ async def _run(settings: Settings, args: Any) -> int:
             print(f"{args.tenant}: {args.kind} {args.name.casefold()} = {args.value}")
         table = await rules.overrides(args.tenant)
         if args.action == "show":
-            if not any(table.values()):
-                print(f"{args.tenant}: default rules (no overrides)")
-            for kind, values in table.items():
-                for name, value in sorted(values.items()):
-                    shown = f"{value / 86400:g}d" if kind == "half_life" else f"{value:g}"
-                    print(f"{args.tenant}: {kind} {name} = {shown}")
+            for kind, values in defaults().items():
+                overridden = table.get(kind, {})
+                for name in sorted({*values, *overridden}):
+                    if name in overridden:
+                        default = (
+                            f" (default {_shown(kind, values[name])})" if name in values else ""
+                        )
+                        print(f"{args.tenant}: {kind} {name} = {_shown(kind, overridden[name])}"
+                              f" · override{default}")  # fmt: skip
+                    else:
+                        print(f"{args.tenant}: {kind} {name} = {_shown(kind, values[name])}")
         return 0
 
 
@@ -64,5 +102,5 @@ def rules(settings: Settings, args: Any) -> int:
         try:
             parse_value(args.kind, args.value)
         except ValueError as exc:
-            raise SystemExit(f"memstream: rules: {exc}") from None
+            raise UsageError(str(exc)) from None
     return asyncio.run(_run(resolve_settings(settings), args))

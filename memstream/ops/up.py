@@ -8,11 +8,13 @@ topics, then runs the worker until Ctrl-C / SIGTERM and stops everything it star
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import sys
 import time
 from types import FrameType
+from typing import IO
 
 from rich.console import Console
 
@@ -64,6 +66,32 @@ def _check_web_port(settings: Settings) -> None:
         )
 
 
+VECTOR_LOCK = ".memstream-worker.lock"
+
+
+def lock_vectors(settings: Settings) -> IO[str] | None:
+    """With Qdrant Edge, one worker per vector dir: its shards are opened by one process only
+    (a second would join the consumer group, take partitions and answer nothing). The lock is
+    held until the process exits; None with a Qdrant server (any number of workers)."""
+    if settings.qdrant_url is not None:
+        return None
+    root = settings.vector_root
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / VECTOR_LOCK).open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise StackError(
+            "vectors (Qdrant Edge)",
+            f"another worker already serves {root.resolve()} (a Qdrant Edge shard opens in "
+            "one process only)",
+            "run one worker per vector dir, give this one its own MEMSTREAM_VECTOR_DIR, or set "
+            "MEMSTREAM_QDRANT_URL to share a Qdrant server between workers",
+        ) from None
+    return handle
+
+
 def start_gateway(stack: EmbeddedStack, port: int) -> str:
     """The HTTP gateway as a child of the stack (stopped with it), its address added to
     ``stack.json``; returns the ready line's part ("" when MEMSTREAM_GATEWAY_PORT=0)."""
@@ -96,6 +124,7 @@ def run_worker(settings: Settings, started: float, describe: str) -> int:
     from memstream.streams.app import create_worker
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    held = lock_vectors(settings)  # before joining the group: refuse rather than take partitions
     worker, runtime = create_worker(settings)
     app = worker.app
     web = f" · health http://127.0.0.1:{settings.web_port}/health" if settings.web_port else ""
@@ -110,6 +139,9 @@ def run_worker(settings: Settings, started: float, describe: str) -> int:
         worker.execute_from_commandline()
     except SystemExit as exc:
         return int(exc.code or 0)
+    finally:
+        if held is not None:
+            held.close()
     return 0
 
 

@@ -32,6 +32,7 @@ from memstream.services.adapters.postgres_credentials import (
     CredentialError,
     PostgresCredentialStore,
 )
+from memstream.services.adapters.postgres_dead_letters import PostgresDeadLetters
 from memstream.services.adapters.postgres_encoder import IndexEncoder, PostgresIndexEncoder
 from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
@@ -129,6 +130,8 @@ class Container:
         except Exception as exc:
             parts["postgres"] = f"down: {exc}"
         parts["cache"] = "ok" if getattr(self.cache, "healthy", True) else "degraded"
+        if self.responder is not None:
+            parts["requests"] = self.responder.serving()
         return parts
 
 
@@ -427,6 +430,11 @@ async def open_repository(dsn: str, max_size: int = 8) -> PostgresMemoryReposito
 def event_status(dsn: str) -> PostgresStatus:
     """Where published events stand (a context manager: one synchronous connection)."""
     return PostgresStatus.connect(dsn)
+
+
+def dead_letters(dsn: str) -> PostgresDeadLetters:
+    """The dead-letter table for ``memstream dlq`` (a context manager: one connection)."""
+    return PostgresDeadLetters.connect(dsn)
 
 
 def postgres_version(dsn: str, timeout: float) -> str:

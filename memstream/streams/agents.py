@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -83,6 +84,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                     message.value,
                     _headers(message.headers),
                     Position(message.topic, message.partition, message.offset),
+                    published_ms=message.timestamp * 1000 if message.timestamp else None,
                 )
             except asyncio.CancelledError:
                 raise
@@ -90,6 +92,25 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                 log.exception(
                     "request at %s/%s/%s failed", message.topic, message.partition, message.offset
                 )
+
+    rebalance: dict[str, float] = {}
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # A consumer-group membership change: every partition stops until it is assigned
+        # again (with Tansu, up to the session timeout + its join hold: requests wait).
+        rebalance["started"] = time.monotonic()
+        log.warning("consumer group rebalance: %d partitions revoked", len(revoked))
+
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
+        started = rebalance.pop("started", None)
+        paused = f" after {time.monotonic() - started:.1f}s without partitions" if started else ""
+        requests = sum(1 for tp in assigned if tp.topic == runtime.settings.topics.requests)
+        log.warning(
+            "consumer group rebalance: %d partitions assigned (%d of the requests topic)%s",
+            len(assigned), requests, paused,
+        )  # fmt: skip
 
     @app.agent(topics.changes, name="memstream.invalidate", concurrency=1)
     async def invalidate(stream: Any) -> None:
@@ -109,11 +130,13 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         if runtime.ready:
             container = await runtime.container()
             parts.update(await container.health())
-            healthy = parts["postgres"] == "ok"
+            # Degraded whenever a part cannot serve; 503 when requests cannot be answered.
+            healthy = parts["postgres"] == "ok" and parts.get("requests", "ok") == "ok"
         assigned = app.consumer.assignment() if app.consumer else set()
         parts["partitions_assigned"] = str(len(assigned))
+        whole = healthy and all(v == "ok" for k, v in parts.items() if k in ("cache",))
         return web.json(
-            {"status": "ok" if healthy else "degraded", "parts": parts},
+            {"status": "ok" if whole else "degraded", "parts": parts},
             status=200 if healthy else 503,
         )
 

@@ -131,4 +131,6 @@ def create_worker(
         quiet=True,
         redirect_stdouts=False,
     )
+    if not worker.stdout.isatty():  # the startup spinner writes cursor escapes into logs
+        worker.spinner = None
     return worker, runtime

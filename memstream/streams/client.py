@@ -10,6 +10,11 @@ Every request is signed with the client's credential (argument, or ``MEMSTREAM_K
 to the service's public key with a fresh X25519 key; the reply must open with that request's
 session key, so a reply forged by anyone who reads the topics is rejected and counted
 (``forged_replies``). See ``memstream.schemas.envelope``.
+
+Failure contract: every error a caller sees is a ``MemoryClientError`` (the broker's are wrapped
+in ``BrokerUnavailable``); the timeout bounds the whole call, sending included; ``stop()``
+fails pending calls with ``ClientStopped``. After a broker restart the client carries on: the
+producer reconnects by itself, and the reply reader resumes at the end of its partition.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec, envelope
 from memstream.services.settings import Topics
@@ -34,6 +40,8 @@ log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
 PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
+START_SECONDS = 5.0  # connecting to the broker at start() takes this long at most
+READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
 TOKEN_LIFETIME_MS = 600_000  # a request token is good this long at most (the service caps it)
 
 
@@ -48,6 +56,15 @@ class RetrievalTimeout(MemoryClientError):
             "running and consuming the requests topic?"
         )
         self.request_id = request_id
+
+
+class BrokerUnavailable(MemoryClientError):
+    """The broker could not be reached, or refused a request (the driver's error is the
+    ``__cause__``)."""
+
+
+class ClientStopped(MemoryClientError):
+    """The client was stopped while the call awaited its reply."""
 
 
 def _anchors(items: Sequence[tuple[str, str]] | Sequence[dict[str, str]]) -> list[dict[str, str]]:
@@ -100,7 +117,25 @@ class MemoryClient:
         except envelope.EnvelopeError as exc:
             raise MemoryClientError(f"the credential is unusable: {exc}") from None
         self._signer = self._credential.signer()
-        self._producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, linger_ms=0, acks=1)
+        try:
+            await asyncio.wait_for(self._connect(), START_SECONDS)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            await self._close_drivers()
+            raise BrokerUnavailable(
+                f"cannot reach the broker at {self._bootstrap} within {START_SECONDS:.0f}s "
+                f"({exc or type(exc).__name__}). Fix: start memstream (`memstream up`), or "
+                "point the client at a running broker"
+            ) from exc
+        self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
+        return self
+
+    async def _connect(self) -> None:
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap,
+            linger_ms=0,
+            acks=1,
+            request_timeout_ms=int(max(self._timeout, 1.0) * 1000),
+        )
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
             group_id=None,
@@ -114,20 +149,32 @@ class MemoryClient:
         self._consumer.assign([partition])
         await self._consumer.seek_to_end(partition)
         await self._consumer.position(partition)  # resolve now, before the first request
-        self._reader = asyncio.get_running_loop().create_task(self._read(), name="replies")
-        return self
 
     async def stop(self) -> None:
+        """Stop reading and sending; every call still awaiting its reply fails with
+        ``ClientStopped``."""
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader
-        for future in self._pending.values():
-            future.cancel()
-        if self._producer is not None:
-            await self._producer.stop()
-        if self._consumer is not None:
-            await self._consumer.stop()
+            self._reader = None
+        for request_id, future in list(self._pending.items()):
+            if not future.done():
+                future.set_exception(
+                    ClientStopped(
+                        f"the client was stopped before request {request_id} was answered"
+                    )
+                )
+        await self._close_drivers()
+
+    async def _close_drivers(self) -> None:
+        producer, consumer, self._producer, self._consumer = (
+            self._producer, self._consumer, None, None
+        )  # fmt: skip
+        for driver in (producer, consumer):
+            if driver is not None:
+                with contextlib.suppress(KafkaError, OSError):
+                    await driver.stop()
 
     async def __aenter__(self) -> MemoryClient:
         return await self.start()
@@ -146,8 +193,16 @@ class MemoryClient:
 
     async def _read(self) -> None:
         assert self._consumer is not None
+        partition = TopicPartition(self._topics.replies, self._partition)
         while True:
-            batches = await self._consumer.getmany(timeout_ms=200)
+            try:
+                batches = await self._consumer.getmany(timeout_ms=200)
+            except KafkaError as exc:  # a broker restart: resume at the end once it is back
+                log.warning("reading replies failed (%s); retrying", exc)
+                await asyncio.sleep(READ_RETRY_SECONDS)
+                with contextlib.suppress(KafkaError, OSError, AssertionError):
+                    await self._consumer.seek_to_end(partition)
+                continue
             for messages in batches.values():
                 for message in messages:
                     self._deliver(message.key, message.value)
@@ -253,14 +308,28 @@ class MemoryClient:
             (envelope.AUTH_HEADER, token.encode()),
             (envelope.REPLY_KEY_HEADER, reply_key_text.encode()),
         ]
-        try:
-            # Keyed by the random request id: the tenant is not written in clear.
-            await self._producer.send_and_wait(
-                self._topics.requests, value=value, key=request_id.encode(), headers=headers
+        producer = self._producer
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def deliver() -> dict[str, Any]:
+            await producer.send_and_wait(
+                self._topics.requests,
+                value=value,
+                key=request_id.encode(),  # the random id: the tenant is not written in clear
+                headers=headers,
             )
-            return await asyncio.wait_for(asyncio.shield(future), seconds)
+            return await asyncio.shield(future)
+
+        try:
+            return await asyncio.wait_for(deliver(), seconds)
         except TimeoutError:
             raise RetrievalTimeout(request_id, seconds) from None
+        except KafkaError as exc:
+            raise BrokerUnavailable(
+                f"request {request_id} could not be sent to {self._bootstrap} after "
+                f"{loop.time() - started:.1f}s ({type(exc).__name__}: {exc}): is memstream up?"
+            ) from exc
         finally:
             self._pending.pop(request_id, None)
             self._sessions.pop(request_id, None)

@@ -9,10 +9,11 @@ says how many events it did not take. Needs only confluent-kafka (the client ins
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 
 from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryEvent
@@ -20,17 +21,23 @@ from memstream.streams.records import event_key, event_record
 
 # (tenant_id, encoded value, event_id) → the record's headers (the producer's signed token).
 Headers = Callable[[str, bytes, str], Sequence[tuple[str, bytes]]]
+kafka_log = logging.getLogger("memstream.kafka")
 
 
 class EventProducer:
     def __init__(self, broker: str, headers: Headers | None = None) -> None:
         self._headers = headers
+        if kafka_log.level == logging.NOTSET:  # silent unless a caller set a level
+            kafka_log.setLevel(logging.CRITICAL)
         self._producer = Producer(
             {
                 "bootstrap.servers": broker,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 5,
+                # librdkafka's own log (a line per failed connection attempt) goes to our
+                # logger, which shows warnings only: the user gets one line from the caller.
+                "logger": kafka_log,
                 "log_level": 3,
             }
         )
@@ -39,6 +46,15 @@ class EventProducer:
     def _delivered(self, error: Any, message: Any) -> None:
         if error is not None:
             self.failures.append(str(error))
+
+    def unreachable(self, timeout: float) -> str | None:
+        """None when the broker answers within ``timeout`` s, else why not."""
+        try:
+            self._producer.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else exc
+            return str(error.str()) if hasattr(error, "str") else str(error)
+        return None
 
     def send(self, topic: str, event: MemoryEvent) -> None:
         value = encode("MemoryEvent", event_record(event))

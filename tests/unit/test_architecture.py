@@ -42,6 +42,9 @@ LONGER = {
     Path("services/adapters/qdrant_edge.py"): "one shard's lifecycle under one lock",
     # The query path's use case: gate, search, fuse, rank, build the reply, stated in order.
     Path("services/handlers/retrieve.py"): "the query path in one reading order",
+    # Every command's parser block and dispatch branch, appended one per command: a table of
+    # the command line, with no logic of its own.
+    Path("ops/cli.py"): "the command line's parser, one block per command",
 }
 
 

@@ -42,6 +42,15 @@ class PostgresRules:
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self._pool = pool
 
+    async def tenants(self) -> list[str]:
+        """Every tenant with a memory (or rules set ahead of its first event)."""
+        try:
+            async with self._pool.connection() as conn:
+                rows = await (await conn.execute("SELECT tenant_id FROM tenants")).fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, "reading the tenants") from exc
+        return [str(r[0]) for r in rows]
+
     async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
         """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant."""
         try:

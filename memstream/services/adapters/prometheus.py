@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-_LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 35, 50, 75, 100, 200, 500, 1000, 5000)
+# Up to a minute: the queue stage shows consumer-group stalls (seconds), not only work (ms).
+_LATENCY_BUCKETS = (0.5, 1, 2, 5, 10, 20, 35, 50, 75, 100, 200, 500, 1000, 5000, 15000, 60000)
 
 
 class _CacheCollector(Collector):
@@ -65,7 +66,7 @@ class PrometheusMetrics:
         self._gate = Counter("memstream_gate_decisions", "Gate decisions", ["decision"], registry=r)
         self._latency = Histogram(
             "memstream_retrieval_latency_ms",
-            "Retrieval time per stage (ms, server side)",
+            "Retrieval time per stage (ms, server side; stage queue: broker to worker)",
             ["stage"],
             buckets=_LATENCY_BUCKETS,
             registry=r,

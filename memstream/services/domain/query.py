@@ -24,6 +24,10 @@ LIMIT_OUT_OF_RANGE = "limit_out_of_range"
 BAD_TIME = "bad_time"
 BAD_FIELD = "bad_field"
 
+# Text never holds NUL: Postgres cannot store it, and no agent means it.
+NUL = "\x00"
+NUL_PROBLEM = "contains a NUL character (U+0000); remove it"
+
 # Documented limits (README, "Retrieval requests").
 DEFAULT_LIMIT = 10
 MIN_LIMIT = 1
@@ -171,6 +175,8 @@ def _optional_text(raw: Mapping[str, Any], name: str, *, limit: int = MAX_ID_CHA
         raise _bad(name, f"must be a string, got {type(value).__name__}")
     if len(value) > limit:
         raise _bad(name, f"is longer than {limit} characters")
+    if NUL in value:
+        raise _bad(name, NUL_PROBLEM)
     return value.strip() or None
 
 
@@ -189,6 +195,8 @@ def _anchor_list(value: Any, name: str) -> tuple[Anchor, ...]:
         if not isinstance(kind, str) or not kind.strip() or ident is None or ident == "":
             raise _bad(name, f"holds {item!r}, which needs a 'type' and an 'id'")
         text_id = str(ident).strip()
+        if NUL in kind or NUL in text_id:
+            raise _bad(name, f"holds an anchor whose type or id {NUL_PROBLEM}")
         if not text_id or len(text_id) > MAX_ID_CHARS or len(kind) > MAX_ID_CHARS:
             raise _bad(name, f"holds {item!r}, whose type or id is empty or too long")
         anchors.setdefault(Anchor(kind.strip(), text_id), None)

@@ -4,11 +4,18 @@ Correlation id, reply topic / partition and deadline travel in headers (``correl
 ``reply_to``, ``reply_partition``, ``deadline_ms``) and in the record; the record wins where
 both are present. Undecodable bytes go to the requests DLQ, and still get an error reply when
 a correlation id and a reply topic can be read from the headers. Nothing is silent.
+
+Exactly one reply per decodable request: whatever happens inside the retriever (a database
+error, a bug, running past the deadline) becomes an ``error`` reply, and the request and its
+reply are written to the query log once, bounded (see ``bounded``). ``latency_ms["queue"]`` is
+the time the request waited between the broker and this handler (from the record's timestamp).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -29,6 +36,48 @@ from memstream.services.ports import (
 
 log = logging.getLogger(__name__)
 
+# /health reports the request path as failing while requests ended in these errors lately.
+SERVING_ERRORS = frozenset({"unavailable", "internal", "deadline_exceeded"})
+FAILING_WINDOW_SECONDS = 60.0
+
+# A request without a deadline is worked on this long at most before it gets an error reply.
+MAX_SERVE_SECONDS = 30.0
+# The query log keeps strings up to this many characters and lists up to this many items; the
+# full sizes of what was cut are noted under "_truncated".
+LOGGED_CHARS = 4096
+LOGGED_ITEMS = 64
+
+
+def bounded(request: Mapping[str, Any]) -> dict[str, Any]:
+    """``request`` as the query log stores it: NUL characters (which Postgres cannot store)
+    replaced by U+FFFD, long strings and lists cut, with their original sizes noted."""
+    cut: dict[str, int] = {}
+
+    def clean(value: Any, path: str) -> Any:
+        if isinstance(value, str):
+            if len(value) > LOGGED_CHARS:
+                cut[path] = len(value)
+                value = value[:LOGGED_CHARS]
+            return value.replace("\x00", "\ufffd")
+        if isinstance(value, bytes):
+            cut[path] = len(value)
+            return f"<{len(value)} bytes>"
+        if isinstance(value, Mapping):
+            return {
+                str(k).replace("\x00", "\ufffd"): clean(v, f"{path}.{k}" if path else str(k))
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            if len(value) > LOGGED_ITEMS:
+                cut[path] = len(value)
+            return [clean(v, f"{path}[{i}]") for i, v in enumerate(value[:LOGGED_ITEMS])]
+        return value
+
+    out = clean(dict(request), "")
+    if cut:
+        out["_truncated"] = cut
+    return dict(out)
+
 
 def _text(headers: Mapping[str, bytes], name: str) -> str | None:
     value = headers.get(name)
@@ -38,6 +87,13 @@ def _text(headers: Mapping[str, bytes], name: str) -> str | None:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _queue_ms(published_ms: float | None) -> float | None:
+    """Milliseconds from the broker's timestamp of a request to now (never negative)."""
+    if published_ms is None or published_ms <= 0:
+        return None
+    return round(max(0.0, time.time() * 1000 - published_ms), 3)
 
 
 def _int(value: Any) -> int | None:
@@ -69,6 +125,7 @@ class Responder:
         self._decode = decode
         self._encode = encode
         self._clock = clock
+        self._failures: list[tuple[float, str]] = []  # (monotonic time, message), recent only
 
     async def handle(
         self,
@@ -76,9 +133,12 @@ class Responder:
         value: bytes | None,
         headers: Mapping[str, bytes],
         position: Position,
+        published_ms: float | None = None,
     ) -> OutboundReply | None:
+        """Answer one request; ``published_ms`` is the record's broker timestamp (epoch ms)."""
+        queued = _queue_ms(published_ms)
         if self._guard is not None:
-            return await self._handle_guarded(self._guard, key, value, headers, position)
+            return await self._handle_guarded(self._guard, key, value, headers, position, queued)
         correlation_id = _text(headers, "correlation_id")
         reply_to = _text(headers, "reply_to")
         partition = _int(_text(headers, "reply_partition"))
@@ -114,17 +174,59 @@ class Responder:
             if raw.get("reply_partition") is not None
             else partition
         )
-        reply = await self._retriever.retrieve(raw)
+        reply = await self._serve(raw)
+        if queued is not None:
+            reply["latency_ms"] = {**(reply.get("latency_ms") or {}), "queue": queued}
         outbound = None
-        if reply_to:
-            outbound = await self._send(
-                str(reply_to), partition, reply["request_id"] or correlation_id, reply
-            )
-        else:
-            log.warning("request %s has no reply_to; reply dropped", reply.get("request_id"))
-        self._metrics.retrieval(reply)
-        await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
+        try:
+            if reply_to:
+                outbound = await self._send(
+                    str(reply_to), partition, reply["request_id"] or correlation_id, reply
+                )
+            else:
+                log.warning("request %s has no reply_to; reply dropped", reply.get("request_id"))
+        finally:
+            self._metrics.retrieval(reply)
+            await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
         return outbound
+
+    async def _serve(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The retriever's reply, or an error reply: never an exception, never past the
+        request's deadline (or ``MAX_SERVE_SECONDS`` when it has none)."""
+        request_id = str(raw.get("request_id") or "")
+        started = time.perf_counter()
+        seconds = MAX_SERVE_SECONDS
+        deadline = _int(raw.get("deadline_ms"))
+        if deadline is not None:
+            # A request already past its deadline still gets the retriever's own answer to that.
+            seconds = min(seconds, max(0.5, deadline / 1000 - time.time()))
+        try:
+            return await asyncio.wait_for(self._retriever.retrieve(raw), seconds)
+        except TimeoutError:
+            code, message = "deadline_exceeded", f"not answered within {seconds:.1f}s"
+        except AdapterError as exc:
+            code, message = "unavailable", f"a store could not serve the request: {exc}"
+        except Exception as exc:  # one reply whatever happens: the defect is logged in full
+            log.exception("request %s failed", request_id)
+            code, message = "internal", f"the worker failed on this request: {exc!r}"
+        log.warning("request %s answered with an error: %s: %s", request_id, code, message)
+        self._failed(f"{code}: {message}")
+        stages = {"total": round((time.perf_counter() - started) * 1000, 3)}
+        return error_reply(request_id, code, message, stages, self._clock())
+
+    def _failed(self, message: str) -> None:
+        now = time.monotonic()
+        self._failures = [f for f in self._failures if now - f[0] < FAILING_WINDOW_SECONDS]
+        self._failures.append((now, message))
+
+    def serving(self) -> str:
+        """ "ok", or why the request path cannot serve (for /health): requests that failed
+        inside the worker (a store down, a bug, timeouts) within the last minute."""
+        now = time.monotonic()
+        recent = [f for f in self._failures if now - f[0] < FAILING_WINDOW_SECONDS]
+        if not recent:
+            return "ok"
+        return f"failing: {len(recent)} requests failed in the last minute (last: {recent[-1][1]})"
 
     async def _handle_guarded(
         self,
@@ -133,6 +235,7 @@ class Responder:
         value: bytes | None,
         headers: Mapping[str, bytes],
         position: Position,
+        queued: float | None = None,
     ) -> OutboundReply | None:
         """Verified before any work; the reply (or the refusal) sealed to the asking client
         and written only to a reply topic's existing partition."""
@@ -157,12 +260,15 @@ class Responder:
             return await self._send_sealed(verdict.address, verdict.request_id, sealed)
         raw = verdict.request
         raw["reply_to"], raw["reply_partition"] = verdict.address
-        reply = await self._retriever.retrieve(raw)
-        sealed = guard.seal_reply(verdict.keys, verdict.request_id, self._encode(reply))
-        outbound = await self._send_sealed(verdict.address, verdict.request_id, sealed)
-        self._metrics.retrieval(reply)
-        await self._audit(raw, reply)
-        return outbound
+        reply = await self._serve(raw)
+        if queued is not None:
+            reply["latency_ms"] = {**(reply.get("latency_ms") or {}), "queue": queued}
+        try:
+            sealed = guard.seal_reply(verdict.keys, verdict.request_id, self._encode(reply))
+            return await self._send_sealed(verdict.address, verdict.request_id, sealed)
+        finally:
+            self._metrics.retrieval(reply)
+            await self._audit(raw, reply)  # after the reply: the audit costs the client nothing
 
     async def _send_sealed(
         self, address: tuple[str, int], request_id: str, sealed: bytes
@@ -181,8 +287,8 @@ class Responder:
         if self._log is None:
             return
         try:
-            await self._log.record(request, reply)
-        except AdapterError as exc:  # the answer was given; the audit trail has a gap: say so
+            await self._log.record(bounded(request), bounded(reply))
+        except Exception as exc:  # the answer was given; the audit trail has a gap: say so
             log.error("request %s answered but not logged: %s", reply.get("request_id"), exc)
 
     async def _send(

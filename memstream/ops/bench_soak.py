@@ -1,0 +1,207 @@
+"""``memstream bench soak``: many requests with ingest bursts and worker churn; the tail.
+
+One run, this machine: a fresh embedded stack, one worker process, M memories for one tenant,
+then N requests (``concurrency`` in flight) while, in the background, bursts of events are
+published and, if asked, a second worker joins and leaves the group (each a consumer-group
+rebalance). Reports end-to-end p50 / p99 / p99.9 / max, the count over 1 s, the server's queue
+time (broker → worker, ``latency_ms["queue"]``) at the same cuts, errors and timeouts, and the
+rebalances the worker logged. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from memstream.ops.bench_kit import publish_events, synthetic_events
+from memstream.ops.bench_query import questions
+from memstream.services.settings import Settings
+
+out = Console(highlight=False)
+
+
+def _spawn_worker(settings: Settings, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
+    full.update(settings.to_env())
+    full.update(env)
+    full["MEMSTREAM_LOG_LEVEL"] = "warn"
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "memstream.ops.cli", "worker"],
+            env=full,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _wait_ready(log: Path, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "memstream ready" in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"the worker exited: {log.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.2)
+    raise RuntimeError("the worker was not ready in time")
+
+
+def cut(samples: list[float], q: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _soak(
+    settings: Settings, tenant: str, total: int, concurrency: int
+) -> tuple[list[float], list[float], dict[str, int]]:
+    from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
+
+    assert settings.broker is not None
+    texts = questions(500)
+    rng = random.Random(16)  # noqa: S311 - a benchmark's mix, not crypto
+    ends: list[float] = []
+    queues: list[float] = []
+    outcomes: dict[str, int] = {}
+    issued = 0
+    async with MemoryClient(settings.broker, settings.topics, timeout=60) as client:
+
+        async def lane() -> None:
+            nonlocal issued
+            while issued < total:
+                issued += 1
+                started = time.perf_counter()
+                try:
+                    reply = await client.retrieve(
+                        rng.choice(texts), tenant, force=rng.random() < 0.7, limit=5
+                    )
+                    key = reply["status"]
+                    queues.append(float(reply["latency_ms"].get("queue", 0.0)))
+                except RetrievalTimeout:
+                    key = "timeout"
+                except MemoryClientError:
+                    key = "client_error"
+                ends.append((time.perf_counter() - started) * 1000)
+                outcomes[key] = outcomes.get(key, 0) + 1
+                if len(ends) % 10_000 == 0:
+                    out.print(f"  {len(ends)} requests answered …")
+
+        await asyncio.gather(*(lane() for _ in range(concurrency)))
+    return ends, queues, outcomes
+
+
+def bench_soak(
+    requests: int, concurrency: int, memories: int, burst: int, churn: int
+) -> dict[str, Any]:
+    from memstream.ops.ingest_status import wait_for
+    from memstream.ops.stack import EmbeddedStack, free_port
+    from memstream.ops.up import prepare
+
+    data_dir = Path(tempfile.mkdtemp(prefix="memstream-soak-"))
+    data_dir.chmod(0o755)
+    base = Settings.from_env()
+    settings = Settings(data_dir=data_dir, model_path=base.model_path, web_port=0)
+    tenant = f"soak-{uuid.uuid4().hex[:6]}"
+    stack = EmbeddedStack(settings)
+    resolved = stack.start()
+    logs = data_dir / "logs"
+    figures: dict[str, Any] = {"requests": requests, "concurrency": concurrency}
+    stop = threading.Event()
+    try:
+        prepare(resolved)
+        worker = _spawn_worker(resolved, logs / "worker.log")
+        _wait_ready(logs / "worker.log", worker)
+        raws = synthetic_events(tenant, memories)
+        publish_events(resolved, raws)
+        wait_for(resolved, [(tenant, r["event_id"]) for r in raws], timeout=3600, poll=0.5)
+        out.print(f"{memories} events ingested; {requests} requests, {concurrency} in flight …")
+        published = [0]
+
+        def ingest_bursts() -> None:
+            n = 0
+            while not stop.wait(5.0):
+                n += 1
+                batch = synthetic_events(tenant, burst, seed=1000 + n)
+                for raw in batch:
+                    raw["event_id"] = f"{raw['event_id']}-burst{n}"
+                publish_events(resolved, batch)
+                published[0] += len(batch)
+
+        def churn_workers() -> None:
+            for n in range(churn):
+                if stop.wait(20.0):
+                    return
+                log = logs / f"churn-{n}.log"
+                extra = _spawn_worker(
+                    resolved,
+                    log,
+                    MEMSTREAM_VECTOR_DIR=str(data_dir / f"churn-vectors-{n}"),
+                    MEMSTREAM_WEB_PORT=str(free_port()),
+                )
+                try:
+                    _wait_ready(log, extra)
+                    stop.wait(15.0)
+                finally:
+                    extra.terminate()
+                    extra.wait(60)
+
+        helpers = [threading.Thread(target=ingest_bursts, daemon=True)]
+        if churn:
+            helpers.append(threading.Thread(target=churn_workers, daemon=True))
+        for helper in helpers:
+            helper.start()
+        started = time.monotonic()
+        ends, queues, outcomes = asyncio.run(_soak(resolved, tenant, requests, concurrency))
+        figures["seconds"] = time.monotonic() - started
+        stop.set()
+        for helper in helpers:
+            helper.join(120)
+        worker.terminate()
+        worker.wait(60)
+        figures["ingested_meanwhile"] = published[0]
+        figures["outcomes"] = outcomes
+        figures["end_to_end"] = {q: cut(ends, q) for q in (0.5, 0.99, 0.999, 1.0)}
+        figures["queue"] = {q: cut(queues, q) for q in (0.5, 0.99, 0.999, 1.0)}
+        figures["over_1s"] = sum(1 for e in ends if e > 1000)
+        figures["queue_over_1s"] = sum(1 for e in queues if e > 1000)
+        figures["mean_ms"] = statistics.fmean(ends) if ends else float("nan")
+        figures["rebalances"] = (
+            (logs / "worker.log").read_text(errors="replace").count("partitions assigned")
+        )
+    finally:
+        stop.set()
+        stack.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return figures
+
+
+def print_soak(figures: dict[str, Any]) -> None:
+    e, q = figures["end_to_end"], figures["queue"]
+    out.print(
+        f"memstream bench soak · {figures['requests']} requests, {figures['concurrency']} in "
+        f"flight, {figures['seconds']:.0f}s ({figures['requests'] / figures['seconds']:.0f}/s), "
+        f"{figures['ingested_meanwhile']} events ingested meanwhile, "
+        f"{figures['rebalances']} rebalances seen by the worker"
+    )
+    out.print(
+        f"end to end ms: p50 {e[0.5]:.1f} · p99 {e[0.99]:.1f} · p99.9 {e[0.999]:.1f} · "
+        f"max {e[1.0]:.1f} · over 1 s: {figures['over_1s']}"
+    )
+    out.print(
+        f"queue ms (broker → worker): p50 {q[0.5]:.1f} · p99 {q[0.99]:.1f} · "
+        f"p99.9 {q[0.999]:.1f} · max {q[1.0]:.1f} · over 1 s: {figures['queue_over_1s']}"
+    )
+    out.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(figures["outcomes"].items())))
