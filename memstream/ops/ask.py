@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from memstream.ops.stack import resolve_settings
 from memstream.services.domain.validation import parse_timestamp
 from memstream.services.settings import Settings
 from memstream.streams.client import BrokerUnavailable, MemoryClient, MemoryClientError
@@ -162,8 +163,6 @@ async def _batch(
 
 
 def ask(settings: Settings, args: Any) -> int:
-    from memstream.ops.stack import resolve_settings
-
     settings = resolve_settings(settings)
     from memstream.ops.identity import CredentialsMissing, credential_for
 

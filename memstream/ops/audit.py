@@ -14,24 +14,19 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.services.adapters.postgres import PostgresMemoryRepository
-from memstream.services.adapters.postgres_audit import PostgresQueryLog
+from memstream.ops.stack import resolve_settings
+from memstream.services import bootstrap
 from memstream.services.settings import Settings
 
 out = Console(highlight=False, soft_wrap=True)
 
 
 async def load(dsn: str, request_id: str) -> list[dict[str, Any]]:
-    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
-    try:
-        return await PostgresQueryLog(repo.pool).find(request_id)
-    finally:
-        await repo.close()
+    async with bootstrap.stores(dsn) as stores:
+        return await stores.query_log.find(request_id)
 
 
 def audit(settings: Settings, request_id: str, *, as_json: bool) -> int:
-    from memstream.ops.stack import resolve_settings
-
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
     entries = asyncio.run(load(settings.postgres_dsn, request_id))

@@ -10,123 +10,34 @@ transaction) measured in-process. Prints the figures; nothing is asserted.
 from __future__ import annotations
 
 import asyncio
-import os
-import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from memstream.ops.bench_kit import (
+    publish_events,
+    start_worker,
+    synthetic_events,
+    with_encoder,
+)
+from memstream.ops.ingest_status import wait_for
+from memstream.ops.stack import EmbeddedStack
+from memstream.ops.up import prepare
+from memstream.services import bootstrap
+from memstream.services.domain.validation import validate_event
+from memstream.services.handlers.ingest import record_event
+from memstream.services.ports import Position
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
-
-_SUBJECTS = ["order", "return", "complaint", "delivery", "invoice", "subscription", "warranty"]
-_ITEMS = [
-    "XR-500 headphones",
-    "X1 phone",
-    "trail shoes",
-    "coffee grinder",
-    "USB-C charger",
-    "standing desk",
-    "rain jacket",
-    "smart watch",
-    "espresso machine",
-    "backpack",
-]
-_VERBS = [
-    "asked about",
-    "reported a problem with",
-    "requested a refund for",
-    "praised",
-    "ordered",
-    "returned",
-    "was charged twice for",
-    "changed the address for",
-]
-
-
-def synthetic_text(rng: random.Random, n: int) -> str:
-    return (
-        f"Customer C-{rng.randint(1, 5000)} {rng.choice(_VERBS)} the {rng.choice(_ITEMS)} "
-        f"({rng.choice(_SUBJECTS)} #{n}); agent noted follow-up in {rng.randint(1, 14)} days "
-        f"and tagged it {rng.choice(['urgent', 'routine', 'vip', 'billing'])}."
-    )
-
-
-def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, Any]]:
-    rng = random.Random(seed)  # noqa: S311 - synthetic data, not crypto
-    base = datetime(2026, 1, 1, tzinfo=UTC)
-    memories = max(1, count // 4)  # ~4 versions per memory: supersession on the hot path
-    return [
-        {
-            "event_id": f"bench-{i}",
-            "tenant_id": tenant,
-            "memory_key": f"m:{i % memories}",
-            "entity_type": "customer",
-            "entity_id": f"C-{i % memories}",
-            "fact_type": "note",
-            "content": synthetic_text(rng, i),
-            "source_system": "crm",
-            "occurred_at": (base + timedelta(seconds=i)).isoformat(),
-        }
-        for i in range(count)
-    ]
-
-
-def start_worker(settings: Settings) -> subprocess.Popen[str]:
-    """A ``memstream worker`` process on resolved settings, returned once it is ready."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
-    env.update(settings.to_env())
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "memstream.ops.cli", "worker"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert worker.stdout is not None
-    for line in worker.stdout:
-        if "memstream ready" in line:
-            return worker
-    raise RuntimeError("the worker exited before it was ready")
-
-
-def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:
-    """Validate, encode and publish ``raws`` with the idempotent producer; waits for acks."""
-    from memstream.ops.identity import provision_local
-    from memstream.ops.publish import Signers, make_producer, message_key, to_record
-    from memstream.schemas.codec import encode
-    from memstream.services.domain.validation import validate_event
-
-    sources: dict[str, set[str]] = {}
-    for raw in raws:
-        sources.setdefault(str(raw["tenant_id"]), set()).add(str(raw["source_system"]))
-    provision_local(settings, {t: sorted(s) for t, s in sources.items()})
-    signers = Signers(settings)  # the worker verifies every event: signed like `publish`
-    producer = make_producer(settings.broker or "")
-    now = datetime.now(UTC)
-    for raw in raws:
-        event = validate_event(raw, now)
-        value = encode("MemoryEvent", to_record(event))
-        producer.produce(
-            settings.topics.events,
-            key=message_key(event),
-            value=value,
-            headers=signers.headers(event.tenant_id, value, event.event_id),
-        )
-        producer.poll(0)
-    if producer.flush(60):
-        raise RuntimeError("the broker did not acknowledge every event")
 
 
 @dataclass
@@ -141,21 +52,13 @@ class Figures:
     pg_p99_ms: float
 
 
-def with_encoder(settings: Settings, encoder: str) -> Settings:
-    """``settings`` with ``encoder``, the model cache of this user's environment."""
-    base = Settings.from_env()
-    return replace(settings, encoder=encoder, model_cache=base.model_cache_dir)
-
-
 def model_throughput(
     settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
 ) -> dict[str, tuple[str, float]]:
     """Per encoder: the encoder that loaded and its best texts/s. The encoders take turns,
     ``repeats`` rounds, and each keeps its best run: on a shared machine the load changes from
     one minute to the next, and turns spread it over all of them alike."""
-    from memstream.services.bootstrap import load_embedder
-
-    loaded = {e: load_embedder(replace(settings, encoder=e)) for e in encoders}
+    loaded = {e: bootstrap.load_embedder(replace(settings, encoder=e)) for e in encoders}
     best = dict.fromkeys(encoders, 0.0)
     for embedder in loaded.values():
         embedder.embed_sync(texts[:64])  # warm-up
@@ -168,18 +71,14 @@ def model_throughput(
 
 
 async def _pg_latency(dsn: str, count: int) -> list[float]:
-    from memstream.services.adapters.postgres import PostgresMemoryRepository
-    from memstream.services.domain.validation import validate_event
-    from memstream.services.ports import Position
-
-    repo = await PostgresMemoryRepository.connect(dsn)
+    repo = await bootstrap.open_repository(dsn)
     tenant = f"bench-pg-{uuid.uuid4().hex[:6]}"
     samples = []
     try:
         for i, raw in enumerate(synthetic_events(tenant, count, seed=2)):
             event = validate_event(raw, datetime.now(UTC))
             started = time.perf_counter()
-            await repo.record(event, raw, Position("bench", 0, i), datetime.now(UTC))
+            await record_event(repo, event, raw, Position("bench", 0, i), datetime.now(UTC))
             samples.append((time.perf_counter() - started) * 1000)
     finally:
         await repo.close()
@@ -190,19 +89,11 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
     """Until ``events`` of ``tenant`` are versioned and indexed (or dead-lettered): one cheap
     count per second, so that watching costs the worker next to nothing (polling the state of
     every event twice a second took ~20 % of a core from it)."""
-    import psycopg
-
     assert settings.postgres_dsn is not None
     deadline = time.monotonic() + timeout
-    with psycopg.connect(settings.postgres_dsn, autocommit=True) as conn:
+    with bootstrap.event_status(settings.postgres_dsn) as status:
         while time.monotonic() < deadline:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s"
-                " AND (indexed_at IS NOT NULL OR op = 'RETRACT'))"
-                " + (SELECT count(*) FROM dead_letters WHERE tenant_id = %(t)s)",
-                {"t": tenant},
-            ).fetchone()
-            done = int(row[0]) if row else 0
+            done = status.settled(tenant)
             out.print(f"  {done} / {events}", end="\r")
             if done >= events:
                 out.print()
@@ -223,10 +114,6 @@ def bench_ingest(events: int, model_sample: int, encoders: list[str]) -> list[Fi
 
 
 def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events: int) -> Figures:
-    from memstream.ops.ingest_status import wait_for
-    from memstream.ops.stack import EmbeddedStack
-    from memstream.ops.up import prepare
-
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
         Path(tmp).chmod(0o755)  # the embedded PostgreSQL runs as another user
         settings = with_encoder(
@@ -277,8 +164,6 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
 
 
 def print_ingest(runs: list[Figures]) -> None:
-    from memstream.services.adapters.embedding import BATCH_SIZE
-
     table = Table(title="memstream bench ingest", title_justify="left")
     table.add_column("figure")
     for figures in runs:
@@ -288,7 +173,7 @@ def print_ingest(runs: list[Figures]) -> None:
     def row(name: str, cell: Any) -> None:
         table.add_row(name, *(cell(f) for f in runs))
 
-    row(f"embedding model alone (texts/s, passes of {BATCH_SIZE})",
+    row(f"embedding model alone (texts/s, passes of {bootstrap.EMBED_BATCH_SIZE})",
         lambda f: f"{f.model_texts_per_s:.1f}")  # fmt: skip
     row(f"  × {first.encoder}", lambda f: f"{f.model_texts_per_s / first.model_texts_per_s:.2f}")
     row(f"end to end, {first.events} events (events/s)",

@@ -30,8 +30,19 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench import publish_events, start_worker, synthetic_events, with_encoder
+from memstream.ops.bench_kit import (
+    publish_events,
+    start_worker,
+    synthetic_events,
+    with_encoder,
+)
+from memstream.ops.ingest_status import wait_for
+from memstream.ops.stack import EmbeddedStack
+from memstream.ops.up import prepare
+from memstream.services import bootstrap
+from memstream.services.ports import VectorFilter
 from memstream.services.settings import Settings
+from memstream.streams.client import MemoryClient
 
 out = Console(highlight=False)
 
@@ -59,8 +70,6 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
 async def _ask_all(
     settings: Settings, tenant: str, texts: list[str]
 ) -> tuple[list[float], list[dict[str, Any]]]:
-    from memstream.streams.client import MemoryClient
-
     assert settings.broker is not None
     times, replies = [], []
     from memstream.ops.identity import credential_for
@@ -78,17 +87,10 @@ async def _ask_all(
 
 def _burst_done(settings: Settings, tenant: str, target: int, stop: threading.Event) -> None:
     """Sets ``stop`` once ``target`` versions of ``tenant`` are indexed (one count a second)."""
-    import psycopg
-
     assert settings.postgres_dsn is not None
-    with psycopg.connect(settings.postgres_dsn, autocommit=True) as conn:
+    with bootstrap.event_status(settings.postgres_dsn) as status:
         while not stop.is_set():
-            row = conn.execute(
-                "SELECT count(*) FROM memory_versions WHERE tenant_id = %s"
-                " AND indexed_at IS NOT NULL",
-                (tenant,),
-            ).fetchone()
-            if row and int(row[0]) >= target:
+            if status.indexed(tenant) >= target:
                 stop.set()
                 return
             time.sleep(1.0)
@@ -118,12 +120,8 @@ async def _ask_under_ingest(
 
 
 async def _alone(settings: Settings, tenant: str, texts: list[str]) -> list[float]:
-    from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
-    from memstream.services.bootstrap import load_embedder
-    from memstream.services.ports import VectorFilter
-
-    embedder = load_embedder(settings)
-    index = QdrantEdgeIndex(settings.vector_root, embedder.dimension)
+    embedder = bootstrap.load_embedder(settings)
+    index = bootstrap.build_index(settings, embedder.dimension)
     times = []
     try:
         embedder.embed_sync(["warm-up"])
@@ -144,17 +142,14 @@ async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
     client opens it."""
     from memstream.ops.identity import credential_for
     from memstream.schemas import codec, envelope
-    from memstream.services import bootstrap
-    from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
-    from memstream.services.adapters.redis_nonces import RedisNonceStore
     from memstream.services.handlers.guard import Guard, Opened
     from memstream.services.ports import Position
 
     assert settings.postgres_dsn is not None and settings.redis_url is not None
     credential = envelope.Credential.parse(credential_for(settings, "agent", tenant=tenant))
     signer = credential.signer()
-    store = await PostgresCredentialStore.connect(settings.postgres_dsn, bootstrap.utcnow)
-    nonces = RedisNonceStore.from_url(settings.redis_url)
+    store = await bootstrap.credential_store(settings, bootstrap.utcnow)
+    nonces = bootstrap.nonce_store(settings.redis_url)
     replies = settings.topics.replies
     guard = Guard(
         store,
@@ -234,9 +229,6 @@ def bench_query(
 def _bench_one(
     memories: int, count: int, encoder: str, burst: int, *, via_http: bool
 ) -> dict[str, Any]:
-    from memstream.ops.ingest_status import wait_for
-    from memstream.ops.stack import EmbeddedStack
-    from memstream.ops.up import prepare
 
     data_dir = Path(tempfile.mkdtemp(prefix="memstream-bench-"))
     data_dir.chmod(0o755)

@@ -1,9 +1,8 @@
 """``memstream bench replay``: rebuilding from the ledger, and rescoring, at 100,000 versions.
 
-One run on this machine, in a temporary data dir with its own embedded PostgreSQL (and redis for
-the trust cache rescoring writes to):
+One run on this machine, in a temporary data dir with its own embedded PostgreSQL:
 
-1. a source ledger is written through the real write path (``record``, no model: the source's
+1. a source ledger is written through the real write path (``record_event``, no model: the source's
    vectors are not what is measured): ``--versions`` memories that end current, a fifth of them
    superseded once, and one in fifty more upserted then retracted — 124,000 events for 100,000;
 2. ``replay --into-schema`` of the whole ledger without vectors (events/s, embedding excluded);
@@ -11,8 +10,7 @@ the trust cache rescoring writes to):
    Edge (events/s of 2 + 3: embedding included);
 4. rescoring every current version of the copy with the clock three days on (every one due, its
    recency changed materially): the ``Rescorer`` as the worker's timer runs it, in runs of its
-   usual bound, until nothing is due — propagation to the vector payloads and the trust cache
-   included.
+   usual bound, until nothing is due — propagation to the vector payloads included.
 
 Prints the figures; nothing is asserted.
 """
@@ -33,7 +31,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench import synthetic_text
+from memstream.ops.bench_kit import synthetic_text
+from memstream.ops.migrate import migrate
+from memstream.ops.replay import feedback
+from memstream.ops.stack import EmbeddedStack
+from memstream.services import bootstrap
+from memstream.services.domain.validation import validate_event
+from memstream.services.handlers.ingest import record_event
+from memstream.services.handlers.rebuild import Options, index_copy, replay_ledger
+from memstream.services.ports import Position
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
@@ -92,12 +98,8 @@ class Figures:
 
 
 async def _build_source(dsn: str, events: list[dict[str, Any]]) -> float:
-    """Record ``events`` through ``record`` with a few writers, each owning its memories."""
-    from memstream.services.adapters.postgres import PostgresMemoryRepository
-    from memstream.services.domain.validation import validate_event
-    from memstream.services.ports import Position
-
-    repo = await PostgresMemoryRepository.connect(dsn, max_size=WRITERS)
+    """Record ``events`` through the write path with a few writers, each owning its memories."""
+    repo = await bootstrap.open_repository(dsn, WRITERS)
     shards: list[list[dict[str, Any]]] = [[] for _ in range(WRITERS)]
     for raw in events:
         key = f"{raw['tenant_id']}|{raw['memory_key']}".encode()
@@ -109,7 +111,8 @@ async def _build_source(dsn: str, events: list[dict[str, Any]]) -> float:
         for offset, raw in enumerate(shard):
             now = datetime.now(UTC)
             event = validate_event(raw, now)
-            await repo.record(event, raw, Position("memory.events", partition, offset), now)
+            position = Position("memory.events", partition, offset)
+            await record_event(repo, event, raw, position, now)
             done += 1
 
     started = time.monotonic()
@@ -125,43 +128,19 @@ async def _build_source(dsn: str, events: list[dict[str, Any]]) -> float:
 
 
 async def _rescore(settings: Settings, dsn: str, root: Path, dimension: int) -> tuple[int, ...]:
-    from memstream.ops import replay_verify as rv
-    from memstream.services.adapters.postgres import PostgresMemoryRepository
-    from memstream.services.adapters.postgres_rules import PostgresRules
-    from memstream.services.adapters.redis_cache import RedisCache
-    from memstream.services.handlers.rescore import Rescorer
-
-    assert settings.redis_url is not None
-    repo = await PostgresMemoryRepository.connect(dsn)
-    index = rv.copy_index(root, dimension)
-    cache = RedisCache.from_url(settings.redis_url)
     later = datetime.now(UTC) + timedelta(days=3)
-
-    async def announce(*_: Any) -> None:
-        return None
-
-    rescorer = Rescorer(PostgresRules(repo.pool), index, cache, announce, lambda: later)
     examined = changed = runs = 0
-    started = time.monotonic()
-    try:
+    async with bootstrap.offline_rescorer(dsn, root, dimension, lambda: later) as rescorer:
+        started = time.monotonic()
         while (report := await rescorer.run_once()).examined:
             examined, changed, runs = examined + report.examined, changed + report.changed, runs + 1
             if runs % 20 == 0:
                 err.print(f"  rescoring: {examined} versions", markup=False)
         spent = time.monotonic() - started
-    finally:
-        await cache.close()
-        await index.close()
-        await repo.close()
     return examined, changed, runs, int(spent * 1000)
 
 
 def bench_replay(current: int, batch: int = 256) -> Figures:
-    from memstream.ops import replay as rp
-    from memstream.ops import replay_verify as rv
-    from memstream.ops.migrate import migrate
-    from memstream.ops.stack import EmbeddedStack
-
     events = list(source_events(current))
     with tempfile.TemporaryDirectory(prefix="memstream-bench-replay-") as tmp:
         base = Settings.from_env()
@@ -172,18 +151,19 @@ def bench_replay(current: int, batch: int = 256) -> Figures:
             assert resolved.postgres_dsn is not None
             dsn = resolved.postgres_dsn
             migrate(dsn)
+            tools = bootstrap.rebuild_tools(resolved, migrate)
             out.print(f"writing the source ledger: {len(events)} events …")
             build_s = asyncio.run(_build_source(dsn, events))
             out.print(f"replaying {len(events)} events without vectors …")
-            options = rp.Options(schema="bench_copy", no_vectors=True, batch=batch)
+            options = Options(schema="bench_copy", no_vectors=True, batch=batch)
             started = time.monotonic()
-            asyncio.run(rp.replay_ledger(resolved, options))
+            asyncio.run(replay_ledger(tools, feedback(), dsn, options, None))
             replay_s = time.monotonic() - started
-            target, root = rv.schema_dsn(dsn, "bench_copy"), Path(tmp) / "replay-vectors"
+            target, root = tools.schema_dsn(dsn, "bench_copy"), Path(tmp) / "replay-vectors"
             out.print("indexing the copy (embedding every UPSERT version) …")
-            embedder = rv.load_embedder(resolved)
+            embedder = tools.load_embedder()
             started = time.monotonic()
-            indexed = asyncio.run(rp.index_copy(target, root, embedder, batch))
+            indexed = asyncio.run(index_copy(tools, feedback(), target, root, embedder, batch))
             index_s = time.monotonic() - started
             out.print(f"rescoring {current} current versions three days later …")
             rescored, changed, runs, ms = asyncio.run(

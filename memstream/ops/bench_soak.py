@@ -26,7 +26,7 @@ from typing import Any
 
 from rich.console import Console
 
-from memstream.ops.bench import publish_events, synthetic_events
+from memstream.ops.bench_kit import publish_events, synthetic_events
 from memstream.ops.bench_query import questions
 from memstream.services.settings import Settings
 

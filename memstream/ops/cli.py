@@ -389,7 +389,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return worker(settings)
     if args.command == "health":
-        from memstream.ops.health import print_health
+        from memstream.ops.stack import print_health
 
         return print_health(settings)
     if args.command == "publish":

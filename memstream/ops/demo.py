@@ -45,8 +45,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memstream.ops.demo_data import Event, Question, history, questions
+from memstream.ops.identity import credential_for, provision, write_credentials
+from memstream.ops.ingest_status import wait_for
+from memstream.ops.publish import Signers
 from memstream.ops.stack import EmbeddedStack, StackError, _die_with_parent
+from memstream.ops.up import prepare
+from memstream.services import bootstrap
+from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
+from memstream.streams.client import MemoryClient
+from memstream.streams.producer import EventProducer
 
 console = Console(highlight=False)
 READY = "memstream ready"
@@ -142,18 +150,9 @@ class PlainVectorSearch:
 
 def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]]:
     """Every event to the events topic, keyed tenant|memory_key, as ``memstream publish``."""
-    from memstream.ops.publish import Signers, make_producer, message_key, to_record
-    from memstream.schemas.codec import encode
-    from memstream.services.domain.validation import validate_event
-
     assert settings.broker is not None
-    producer = make_producer(settings.broker)
     signers = Signers(settings)  # each tenant's producer key, from the data dir
-    failures: list[str] = []
-
-    def delivered(error: Any, message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
+    producer = EventProducer(settings.broker, signers.headers)
 
     now = datetime.now(UTC)
     columns = (TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -162,28 +161,16 @@ def publish(settings: Settings, events: Sequence[Event]) -> list[tuple[str, str]
     ) as progress:
         task = progress.add_task("publishing", total=len(events))
         for raw in events:
-            event = validate_event(raw, now)
-            value = encode("MemoryEvent", to_record(event))
-            producer.produce(
-                settings.topics.events,
-                key=message_key(event),
-                value=value,
-                headers=signers.headers(event.tenant_id, value, event.event_id),
-                on_delivery=delivered,
-            )
-            producer.poll(0)
+            producer.send(settings.topics.events, validate_event(raw, now))
             progress.advance(task)
-        remaining = producer.flush(30)
-    if remaining or failures:
-        raise RuntimeError(f"the broker did not take {remaining + len(failures)} events")
+        missing = producer.finish(30)
+    if missing:
+        raise RuntimeError(f"the broker did not take {missing} events")
     return [(e["tenant_id"], e["event_id"]) for e in events]
 
 
 async def ask_all(settings: Settings, asked: Sequence[Question]) -> list[dict[str, Any]]:
     """Each question through MemoryClient, one after the other, as an agent would ask."""
-    from memstream.ops.identity import credential_for
-    from memstream.streams.client import MemoryClient
-
     assert settings.broker is not None
     clients: dict[str, MemoryClient] = {}
     try:
@@ -346,12 +333,8 @@ def demo(settings: Settings) -> int:
             f"{len(asked)} questions · data dir {data_dir}"
         )
         with phase("starting the stack: Tansu, PostgreSQL, Redis, Qdrant Edge"):
-            from memstream.ops.up import prepare
-
             resolved = stack.start()
             prepare(resolved)
-            from memstream.ops.identity import provision, write_credentials
-
             sources: dict[str, set[str]] = {}
             for event in events:
                 sources.setdefault(event["tenant_id"], set()).add(event["source_system"])
@@ -361,14 +344,10 @@ def demo(settings: Settings) -> int:
         idents = publish(resolved, events)
         console.print(f"[green]✓[/] published {len(idents)} events to {resolved.topics.events}")
         with phase("plain vector search: loading the model, embedding every event"):
-            from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-            from memstream.services.bootstrap import resolve_model_path
-
-            model = SentenceTransformerEmbedder.load(resolve_model_path(resolved))
+            model = bootstrap.load_embedder(resolved)
             baseline = PlainVectorSearch(events, model.embed_sync)
         with phase("memstream worker: loading the model, joining the broker"):
             worker.wait_ready(120)
-        from memstream.ops.ingest_status import wait_for
 
         waited = time.monotonic()
         status = wait_for(

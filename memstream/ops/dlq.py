@@ -12,41 +12,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import psycopg
-from psycopg import sql
-from psycopg.rows import dict_row
-
 from memstream.ops.ask import UsageError, to_json
 from memstream.schemas import codec
+from memstream.services import bootstrap
 from memstream.services.settings import Settings
-
-_SELECT = sql.SQL(
-    'SELECT id, failed_at, reason, detail, tenant_id, event_id, topic, "partition", "offset",'
-    " redriven_at, original FROM dead_letters WHERE {where} ORDER BY id LIMIT %s"
-)
 
 
 def _rows(settings: Settings, args: Any) -> list[dict[str, Any]]:
     assert settings.postgres_dsn is not None
-    conditions: list[sql.Composable] = [sql.SQL("TRUE")]
-    params: list[Any] = []
+    ids = None
     if getattr(args, "ids", None):
-        conditions.append(sql.SQL("id = ANY(%s)"))
         try:
-            params.append([int(i) for i in args.ids])
+            ids = [int(i) for i in args.ids]
         except ValueError:
             raise UsageError(f"dead letter ids are numbers, got {' '.join(args.ids)}") from None
-    for column, value in (("tenant_id", getattr(args, "tenant", None)),
-                          ("reason", getattr(args, "reason", None))):  # fmt: skip
-        if value:
-            conditions.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-            params.append(value)
-    if not getattr(args, "include_redriven", True):
-        conditions.append(sql.SQL("redriven_at IS NULL"))
-    params.append(getattr(args, "limit", None) or 1_000_000)
-    query = _SELECT.format(where=sql.SQL(" AND ").join(conditions))
-    with psycopg.connect(settings.postgres_dsn, row_factory=dict_row) as conn:
-        return list(conn.execute(query, params).fetchall())
+    with bootstrap.dead_letters(settings.postgres_dsn) as letters:
+        return letters.find(
+            ids,
+            getattr(args, "tenant", None),
+            getattr(args, "reason", None),
+            include_redriven=getattr(args, "include_redriven", True),
+            limit=getattr(args, "limit", None),
+        )
 
 
 def _event(original: bytes | None) -> dict[str, Any] | None:
@@ -106,12 +93,13 @@ def dlq(settings: Settings, args: Any) -> int:
 
 def _redrive(settings: Settings, args: Any) -> int:
     from memstream.ops.identity import CredentialsMissing
-    from memstream.ops.publish import Signers, make_producer, probe_broker
+    from memstream.ops.publish import Signers, probe_broker
+    from memstream.streams.producer import EventProducer
 
     assert settings.broker is not None and settings.postgres_dsn is not None
     args.include_redriven = bool(args.ids)  # --all takes only what was not redriven yet
     rows = _rows(settings, args)
-    producer = make_producer(settings.broker)
+    producer = EventProducer(settings.broker)
     probe_broker(producer, settings.broker)
     signers = Signers(settings, getattr(args, "key", None))
     sent, skipped = [], 0
@@ -129,15 +117,12 @@ def _redrive(settings: Settings, args: Any) -> int:
             print(f"{row['id']}: not redriven: {exc}")
             skipped += 1
             continue
-        producer.produce(settings.topics.events, key=key, value=value, headers=headers)
-        producer.poll(0)
+        producer.send_raw(settings.topics.events, key, value, headers)
         sent.append(row["id"])
-    if producer.flush(30):
+    if producer.finish(30):
         print("memstream: dlq: the broker did not acknowledge every redriven event")
         return 1
-    with psycopg.connect(settings.postgres_dsn) as conn:
-        conn.execute(
-            "UPDATE dead_letters SET redriven_at = clock_timestamp() WHERE id = ANY(%s)", (sent,)
-        )
+    with bootstrap.dead_letters(settings.postgres_dsn) as letters:
+        letters.mark_redriven(sent)
     print(f"redrove {len(sent)} dead letters to {settings.topics.events}; {skipped} skipped")
     return 1 if skipped else 0

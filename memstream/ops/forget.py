@@ -90,37 +90,24 @@ def request_from(args: object, settings: Settings | None = None) -> ForgetReques
 
 async def run_forget(settings: Settings, request: ForgetRequest) -> ErasureResult:
     """The erasure against the stack named by ``settings`` (endpoints resolved)."""
-    from memstream.ops.replay_verify import dimension_of
-    from memstream.services.adapters.postgres import PostgresMemoryRepository
-    from memstream.services.adapters.postgres_erasure import PostgresErasure
-    from memstream.services.adapters.redis_cache import RedisCache
-    from memstream.services.bootstrap import build_index, utcnow
-    from memstream.services.handlers.forget import Forgetter
+    from memstream.services import bootstrap
 
-    assert settings.postgres_dsn is not None and settings.redis_url is not None
-    repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, min_size=1, max_size=2)
-    index = build_index(settings, await asyncio.to_thread(dimension_of, settings))
-    cache = RedisCache.from_url(settings.redis_url)
-    try:
-        forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, utcnow)
-        return await forgetter.forget(
+    index = bootstrap.build_index(
+        settings, await asyncio.to_thread(bootstrap.model_dimension, settings)
+    )
+    async with bootstrap.offline_forgetter(settings, index) as forgetting:
+        return await forgetting.forgetter.forget(
             request.scope.tenant_id,
             request.scope,
             request.reason,
             request.actor,
             request.dry_run,
         )
-    finally:
-        await cache.close()
-        try:
-            await index.close()
-        finally:
-            await repo.close()
 
 
 def hand_to_worker(settings: Settings, request: ForgetRequest) -> str:
     """Publish an ``op: ERASE`` event for the scope; returns its event id."""
-    from memstream.ops.publish import make_producer
+    from memstream.streams.producer import EventProducer
 
     assert settings.broker is not None
     event_id = f"erase-{uuid.uuid4()}"
@@ -136,10 +123,10 @@ def hand_to_worker(settings: Settings, request: ForgetRequest) -> str:
             )
         signer = EventSigner(request.credential)
         headers = signer.headers(value, event_id, int(time.time() * 1000))
-    producer = make_producer(settings.broker)
+    producer = EventProducer(settings.broker)
     key = f"{request.scope.tenant_id}|erasure".encode()
-    producer.produce(settings.topics.events, key=key, value=value, headers=headers)
-    if producer.flush(30) != 0:
+    producer.send_raw(settings.topics.events, key, value, headers)
+    if producer.finish(30) != 0:
         raise AdapterError(f"the ERASE event {event_id} could not be published")
     return event_id
 

@@ -1,18 +1,15 @@
 """Health checks of each part of the stack, with one clear error per failing part.
 
-Must not import handlers or streams.
+Must not import handlers, streams, nor ``ops.stack`` (which runs these checks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from memstream.ops.parts import Endpoints, StackError
+from memstream.services.ports import AdapterError
 from memstream.services.settings import Settings
-
-if TYPE_CHECKING:
-    from memstream.ops.stack import Endpoints
 
 
 def default_model_path() -> Path:
@@ -23,8 +20,6 @@ def default_model_path() -> Path:
 
 def model_path(settings: Settings) -> Path:
     """The embedding model directory, checked; StackError when it is not a model."""
-    from memstream.ops.stack import StackError
-
     path = settings.model_path or default_model_path()
     if not (path / "config.json").is_file():
         raise StackError(
@@ -37,8 +32,6 @@ def model_path(settings: Settings) -> Path:
 
 def check_broker(bootstrap: str, timeout: float = 5.0) -> str:
     from confluent_kafka.admin import AdminClient
-
-    from memstream.ops.stack import StackError
 
     admin = AdminClient(
         {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "log_level": 0}
@@ -55,26 +48,23 @@ def check_broker(bootstrap: str, timeout: float = 5.0) -> str:
 
 
 def check_postgres(dsn: str, timeout: float = 5.0) -> str:
-    import psycopg
-
-    from memstream.ops.stack import StackError
+    # Imported here: `memstream publish` / `ask` reach this module through ops.stack and need
+    # no composition root at start-up.
+    from memstream.services.bootstrap import postgres_version
 
     try:
-        with psycopg.connect(dsn, connect_timeout=max(1, int(timeout))) as conn:
-            row = conn.execute("SHOW server_version").fetchone()
-    except psycopg.Error as exc:
+        version = postgres_version(dsn, timeout)
+    except AdapterError as exc:
         raise StackError(
             "postgres",
-            f"cannot connect to {redact(dsn)} ({str(exc).strip().splitlines()[0]})",
+            f"cannot connect to {redact(dsn)} ({exc})",
             "check MEMSTREAM_POSTGRES_DSN, or unset it to use the embedded PostgreSQL",
         ) from None
-    return f"ok (PostgreSQL {row[0] if row else '?'})"
+    return f"ok (PostgreSQL {version})"
 
 
 def check_redis(url: str, timeout: float = 5.0) -> str:
     import redis
-
-    from memstream.ops.stack import StackError
 
     client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     try:
@@ -92,8 +82,6 @@ def check_redis(url: str, timeout: float = 5.0) -> str:
 
 
 def check_vectors(settings: Settings, timeout: float = 5.0) -> str:
-    from memstream.ops.stack import StackError
-
     if settings.qdrant_url is None:
         root = settings.vector_root
         if not root.is_dir():
@@ -133,32 +121,3 @@ def redact(dsn: str) -> str:
     import re
 
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
-
-
-def print_health(settings: Settings) -> int:
-    """``memstream health``: each part of the running stack, one line each."""
-    from memstream.ops.stack import Endpoints, StackError, resolve_settings
-
-    resolved = resolve_settings(settings)
-    assert resolved.broker and resolved.postgres_dsn and resolved.redis_url
-    endpoints = Endpoints(
-        resolved.broker,
-        resolved.postgres_dsn,
-        resolved.redis_url,
-        resolved.qdrant_url or str(resolved.vector_root),
-    )
-    failed = 0
-    checks: tuple[tuple[str, Callable[[], str]], ...] = (
-        ("broker", lambda: check_broker(endpoints.broker)),
-        ("postgres", lambda: check_postgres(endpoints.postgres_dsn)),
-        ("redis", lambda: check_redis(endpoints.redis_url)),
-        ("vectors", lambda: check_vectors(resolved)),
-        ("model", lambda: f"ok ({model_path(resolved)})"),
-    )
-    for name, check in checks:
-        try:
-            print(f"{name:<9} {check()}")
-        except StackError as exc:
-            failed += 1
-            print(f"{name:<9} DOWN: {exc}")
-    return 1 if failed else 0

@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from memstream.services.adapters.postgres import PostgresMemoryRepository
-from memstream.services.adapters.postgres_erasure import PostgresErasure
+from memstream.ops.stack import resolve_settings
+from memstream.services import bootstrap
 from memstream.services.domain import versioning
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.ports import ErasureMark
@@ -57,12 +57,9 @@ async def load_chain_and_marks(
     dsn: str, tenant_id: str, memory_key: str
 ) -> tuple[list[MemoryVersion], dict[str, ErasureMark]]:
     """The chain and, by version_id, the erasure tombstones of its erased versions."""
-    repo = await PostgresMemoryRepository.connect(dsn, min_size=1, max_size=1)
-    try:
-        chain = await repo.chain(tenant_id, memory_key)
-        return chain, await PostgresErasure(repo.pool).marks(tenant_id, memory_key)
-    finally:
-        await repo.close()
+    async with bootstrap.stores(dsn) as stores:
+        chain = await stores.repo.chain(tenant_id, memory_key)
+        return chain, await stores.erasure.marks(tenant_id, memory_key)
 
 
 def tombstone_json(mark: ErasureMark) -> dict[str, object]:
@@ -90,8 +87,6 @@ def history(
 ) -> int:
     """The chain; ``known_at`` re-derives it as memstream knew it then (transaction time) and
     ``as_of`` keeps the version that was true then (valid time)."""
-    from memstream.ops.stack import resolve_settings
-
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
     chain, marks = asyncio.run(load_chain_and_marks(settings.postgres_dsn, tenant_id, memory_key))

@@ -20,10 +20,7 @@ from typing import Any
 
 from memstream.schemas import envelope
 from memstream.services import bootstrap
-from memstream.services.adapters.postgres_credentials import (
-    CredentialError,
-    PostgresCredentialStore,
-)
+from memstream.services.bootstrap import CredentialError, PostgresCredentialStore
 from memstream.services.domain.identity import Role
 from memstream.services.settings import Settings
 
@@ -82,7 +79,7 @@ async def provision(
     admin credential: {tenant: {role: credential}}."""
     assert settings.postgres_dsn is not None
     public = service_public(settings)
-    store = await PostgresCredentialStore.connect(settings.postgres_dsn, utcnow)
+    store = await bootstrap.credential_store(settings, utcnow)
     try:
         issued: dict[str, dict[str, str]] = {}
         for tenant, sources in tenants.items():
@@ -136,7 +133,7 @@ def _still_valid(settings: Settings, path: Path) -> bool:
 
     async def check() -> bool:
         assert settings.postgres_dsn is not None
-        store = await PostgresCredentialStore.connect(settings.postgres_dsn, utcnow)
+        store = await bootstrap.credential_store(settings, utcnow)
         try:
             await store.authenticate(text)
         except Exception:
@@ -205,7 +202,7 @@ async def _run(settings: Settings, args: argparse.Namespace) -> int:
 
     settings = resolve_settings(settings)
     assert settings.postgres_dsn is not None
-    store = await PostgresCredentialStore.connect(settings.postgres_dsn, utcnow)
+    store = await bootstrap.credential_store(settings, utcnow)
     try:
         if args.command == "tenants":
             return await _tenants(store, args)

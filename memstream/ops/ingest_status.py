@@ -10,24 +10,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import psycopg
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memstream.services import bootstrap
+from memstream.services.bootstrap import Ident, PostgresStatus
 from memstream.services.settings import Settings
-
-Ident = tuple[str, str]  # (tenant_id, event_id)
-
-_INGESTED = (
-    "SELECT l.tenant_id, l.event_id FROM event_ledger l"
-    " JOIN memory_versions v ON v.version_id = l.version_id"
-    " WHERE (l.tenant_id, l.event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-    " AND (v.indexed_at IS NOT NULL OR v.op = 'RETRACT')"
-)
-_DEAD = (
-    "SELECT DISTINCT ON (tenant_id, event_id) tenant_id, event_id, reason FROM dead_letters"
-    " WHERE (tenant_id, event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-)
 
 
 @dataclass
@@ -37,32 +25,22 @@ class Status:
     pending: set[Ident] = field(default_factory=set)
 
 
-def _split(idents: Sequence[Ident]) -> tuple[list[str], list[str]]:
-    return [i[0] for i in idents], [i[1] for i in idents]
-
-
 def ingested_among(settings: Settings, idents: Sequence[Ident]) -> set[Ident]:
     assert settings.postgres_dsn is not None
     if not idents:
         return set()
-    with psycopg.connect(settings.postgres_dsn) as conn:
-        try:
-            rows = conn.execute(_INGESTED, _split(idents)).fetchall()
-        except psycopg.errors.UndefinedTable:
-            return set()
-    return {(r[0], r[1]) for r in rows}
+    with bootstrap.event_status(settings.postgres_dsn) as status:
+        return status.ingested(idents, migrated=False)
 
 
-def status_of(conn: psycopg.Connection, idents: Sequence[Ident]) -> Status:
-    status = Status()
+def status_of(status: PostgresStatus, idents: Sequence[Ident]) -> Status:
+    found = Status()
     for start in range(0, len(idents), 5000):
         chunk = idents[start : start + 5000]
-        tenants, events = _split(chunk)
-        status.ingested |= {(r[0], r[1]) for r in conn.execute(_INGESTED, (tenants, events))}
-        for tenant, event, reason in conn.execute(_DEAD, (tenants, events)):
-            status.dead[(tenant, event)] = reason
-    status.pending = set(idents) - status.ingested - set(status.dead)
-    return status
+        found.ingested |= status.ingested(chunk)
+        found.dead.update(status.dead(chunk))
+    found.pending = set(idents) - found.ingested - set(found.dead)
+    return found
 
 
 def wait_for(
@@ -79,7 +57,7 @@ def wait_for(
     remaining = list(idents)
     total = Status()
     with (
-        psycopg.connect(settings.postgres_dsn, autocommit=True) as conn,
+        bootstrap.event_status(settings.postgres_dsn) as status,
         Progress(
             TextColumn("ingesting"),
             BarColumn(),
@@ -92,7 +70,7 @@ def wait_for(
     ):
         task = progress.add_task("wait", total=len(idents))
         while True:
-            step = status_of(conn, remaining)
+            step = status_of(status, remaining)
             total.ingested |= step.ingested
             total.dead.update(step.dead)
             remaining = sorted(step.pending)

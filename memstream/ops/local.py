@@ -14,25 +14,11 @@ from typing import Any
 
 from memstream.schemas.codec import encode
 from memstream.services import bootstrap
-from memstream.services.domain.model import MemoryVersion
-from memstream.services.domain.rescoring import TimeScores
 from memstream.services.domain.validation import validate_event
 from memstream.services.handlers.ingest import BatchReport, Envelope
-from memstream.services.ports import DeadLetter, Position, Recorded
+from memstream.services.ports import Position, SilentSink
 from memstream.services.settings import Settings
-
-
-class _Quiet:
-    """A ChangeSink that announces nothing (no broker here); Postgres keeps everything."""
-
-    async def versioned(self, recorded: Recorded) -> None:
-        return None
-
-    async def dead_lettered(self, letter: DeadLetter) -> None:
-        return None
-
-    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
-        return None
+from memstream.streams.records import event_key, event_record
 
 
 class LocalMemstream:
@@ -43,12 +29,10 @@ class LocalMemstream:
     @classmethod
     async def start(cls, settings: Settings, **build: Any) -> LocalMemstream:
         """``settings`` must have resolved endpoints (postgres_dsn, redis_url)."""
-        return cls(await bootstrap.build(settings, _Quiet(), **build))
+        return cls(await bootstrap.build(settings, SilentSink(), **build))
 
     async def ingest(self, events: Sequence[Mapping[str, Any]], batch: int = 256) -> BatchReport:
         """Validate, encode and ingest ``events`` in order; returns once all are indexed."""
-        from memstream.ops.publish import message_key, to_record
-
         total = BatchReport()
         now = datetime.now(UTC)
         envelopes = []
@@ -56,8 +40,8 @@ class LocalMemstream:
             event = validate_event(raw, now)
             envelopes.append(
                 Envelope(
-                    message_key(event),
-                    encode("MemoryEvent", to_record(event)),
+                    event_key(event),
+                    encode("MemoryEvent", event_record(event)),
                     Position("local", 0, self._offset),
                 )
             )

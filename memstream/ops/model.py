@@ -7,7 +7,6 @@ when an encoder cannot be used (the worker would fall back to torch: the log lin
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -20,11 +19,10 @@ out = Console(highlight=False)
 
 
 def model_build(settings: Settings, encoder: str) -> int:
-    from memstream.services.adapters.onnx_encoder import agreement, build_onnx, cached_export
-    from memstream.services.bootstrap import resolve_model_path
+    from memstream.services import bootstrap
 
     logging.getLogger("memstream").setLevel(logging.INFO)
-    path = resolve_model_path(settings)
+    path = bootstrap.resolve_model_path(settings)
     kinds = ["onnx", "onnx-int8"] if encoder == "all" else [encoder]
     if kinds == ["torch"]:
         out.print("the torch encoder needs no export", markup=False)
@@ -35,19 +33,18 @@ def model_build(settings: Settings, encoder: str) -> int:
     failed = 0
     for kind in kinds:
         started = time.perf_counter()
-        built = build_onnx(path, settings.model_cache_dir, kind, settings.embed_threads)
+        built = bootstrap.export_encoder(settings, kind)
         seconds = time.perf_counter() - started
         if built is None:
             failed += 1
             table.add_row(kind, "not usable (see the log line)", "", "", f"{seconds:.1f}")
             continue
-        onnx_file = cached_export(path, settings.model_cache_dir, kind)
-        probes = json.loads((onnx_file.parent / "probes.json").read_text())
+        onnx_file, least_cosine = built
         table.add_row(
             kind,
             str(onnx_file),
             f"{onnx_file.stat().st_size / 1e6:.0f}",
-            f"{agreement(built, probes):.5f}",
+            f"{least_cosine:.5f}",
             f"{seconds:.1f}",
         )
     out.print(table)

@@ -10,24 +10,23 @@ indexed) or dead-lettered, and prints the counts.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memstream.schemas.codec import encode
+from memstream.ops.stack import resolve_settings
 from memstream.schemas.envelope import EnvelopeError, EventSigner
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
+from memstream.streams.producer import EventProducer
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -40,29 +39,6 @@ class Outcome:
     sent: list[tuple[str, str]] = field(default_factory=list)  # (tenant, event_id)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, why)
     repeated_in_file: int = 0
-
-
-def to_record(event: MemoryEvent) -> dict[str, Any]:
-    """A validated event as the Avro ``memstream.MemoryEvent`` record."""
-    return {
-        "event_id": event.event_id,
-        "tenant_id": event.tenant_id,
-        "memory_key": event.memory_key,
-        "entity_type": event.entity_type,
-        "entity_id": event.entity_id,
-        "entities": [{"type": a.type, "id": a.id} for a in event.entities],
-        "fact_type": event.fact_type,
-        "content": event.content,
-        "attributes": dict(event.attributes),
-        "source_system": event.source_system,
-        "status": event.status,
-        "occurred_at": event.occurred_at,
-        "op": event.op.value,
-    }
-
-
-def message_key(event: MemoryEvent) -> bytes:
-    return f"{event.tenant_id}|{event.memory_key}".encode()
 
 
 def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | str]]:
@@ -83,47 +59,19 @@ def read_events(path: Path, now: datetime) -> Iterator[tuple[int, MemoryEvent | 
 
 
 BROKER_PROBE_SECONDS = 5.0
-kafka_log = logging.getLogger("memstream.kafka")
 
 
-def make_producer(bootstrap: str) -> Any:
-    from confluent_kafka import Producer
-
-    if kafka_log.level == logging.NOTSET:  # silent unless a caller set a level
-        kafka_log.setLevel(logging.CRITICAL)
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            # librdkafka's own log (a line per failed connection attempt) goes to our logger,
-            # which shows warnings only: the user gets one line from us instead.
-            "logger": kafka_log,
-            "log_level": 3,
-        }
-    )
-
-
-def _reason(exc: Exception) -> str:
-    error = exc.args[0] if exc.args else exc
-    return str(error.str()) if hasattr(error, "str") else str(error)
-
-
-def probe_broker(producer: Any, bootstrap: str) -> None:
+def probe_broker(producer: EventProducer, bootstrap: str) -> None:
     """Fail in one line within seconds when the broker cannot be reached."""
-    from confluent_kafka import KafkaException
-
     from memstream.ops.stack import StackError
 
-    try:
-        producer.list_topics(timeout=BROKER_PROBE_SECONDS)
-    except KafkaException as exc:
+    reason = producer.unreachable(BROKER_PROBE_SECONDS)
+    if reason is not None:
         raise StackError(
             "broker",
-            f"cannot reach {bootstrap} within {BROKER_PROBE_SECONDS:.0f}s ({_reason(exc)})",
+            f"cannot reach {bootstrap} within {BROKER_PROBE_SECONDS:.0f}s ({reason})",
             "start the stack with `memstream up`, or set MEMSTREAM_BROKER to a running broker",
-        ) from None
+        )
 
 
 class Signers:
@@ -135,29 +83,28 @@ class Signers:
         self._key = key
         self._signers: dict[str, EventSigner] = {}
 
-    def headers(self, tenant: str, value: bytes, event_id: str) -> list[tuple[str, bytes]]:
+    def signer(self, tenant: str) -> EventSigner:
+        """The tenant's signer; CredentialsMissing when it has no credential here."""
         from memstream.ops.identity import credential_for
 
         signer = self._signers.get(tenant)
         if signer is None:
             signer = EventSigner(credential_for(self._settings, "producer", self._key, tenant))
             self._signers[tenant] = signer
-        return signer.headers(value, event_id, int(time.time() * 1000))
+        return signer
+
+    def headers(self, tenant: str, value: bytes, event_id: str) -> list[tuple[str, bytes]]:
+        return self.signer(tenant).headers(value, event_id, int(time.time() * 1000))
 
 
 def send_file(settings: Settings, path: Path, topic: str, key: str | None = None) -> Outcome:
     assert settings.broker is not None
     signers = Signers(settings, key)
     lines = sum(1 for _ in path.open(encoding="utf-8"))
-    producer = make_producer(settings.broker)
+    producer = EventProducer(settings.broker, signers.headers)
     probed = False  # the broker is checked before the first send, once its credential is found
     outcome = Outcome()
     seen: set[tuple[str, str]] = set()
-    failures: list[str] = []
-
-    def delivered(error: Any, message: Any) -> None:
-        if error is not None:
-            failures.append(str(error))
 
     with Progress(
         TextColumn("publishing"),
@@ -178,29 +125,17 @@ def send_file(settings: Settings, path: Path, topic: str, key: str | None = None
             if ident in seen:
                 outcome.repeated_in_file += 1
             seen.add(ident)
-            value = encode("MemoryEvent", to_record(item))
-            headers = signers.headers(item.tenant_id, value, item.event_id)
             if not probed:
+                signers.signer(item.tenant_id)  # a missing credential is reported first
                 probe_broker(producer, settings.broker)
                 probed = True
-            while True:
-                try:
-                    producer.produce(
-                        topic,
-                        key=message_key(item),
-                        value=value,
-                        headers=headers,
-                        on_delivery=delivered,
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            producer.poll(0)
+            producer.send(topic, item)
             outcome.sent.append(ident)
-        remaining = producer.flush(60)
-    if remaining or failures:
+        missing = producer.finish(60)
+    if missing:
+        failures = producer.failures
         raise RuntimeError(
-            f"{remaining + len(failures)} events were not acknowledged by the broker "
+            f"{missing} events were not acknowledged by the broker "
             f"({failures[0] if failures else 'flush timed out'})"
         )
     return outcome
@@ -216,7 +151,6 @@ def publish(
     key: str | None = None,
 ) -> int:
     from memstream.ops.identity import CredentialsMissing
-    from memstream.ops.stack import resolve_settings
 
     if not path.is_file():
         err.print(f"memstream: publish: {path} is not a file")
@@ -237,7 +171,8 @@ def publish(
     )
     if not wait:
         return 1 if outcome.rejected else 0
-    from memstream.ops.ingest_status import wait_for
+
+    from memstream.ops.ingest_status import wait_for  # --wait only: reads Postgres
 
     status = wait_for(settings, sorted(set(outcome.sent)), timeout=timeout, console=err)
     duplicates = outcome.repeated_in_file + len(before & set(outcome.sent))
@@ -266,7 +201,7 @@ def publish(
 
 
 def _already_ingested(settings: Settings, path: Path) -> set[tuple[str, str]]:
-    from memstream.ops.ingest_status import ingested_among
+    from memstream.ops.ingest_status import ingested_among  # --wait only: reads Postgres
 
     idents = {
         (item.tenant_id, item.event_id)

@@ -18,9 +18,8 @@ import re
 from typing import Any
 
 from memstream.ops.ask import UsageError
-from memstream.services.adapters.postgres import PostgresMemoryRepository
-from memstream.services.adapters.postgres_rules import PostgresRules
-from memstream.services.adapters.redis_cache import RedisCache
+from memstream.ops.stack import resolve_settings
+from memstream.services import bootstrap
 from memstream.services.domain.ranking import DEFAULT_RULES
 from memstream.services.settings import Settings
 
@@ -60,20 +59,15 @@ def defaults() -> dict[str, dict[str, float]]:
     return {"half_life": half_lives, "authority": authority}
 
 
-async def _known(repo: PostgresMemoryRepository, tenant: str) -> tuple[bool, list[str]]:
-    async with repo.pool.connection() as conn:
-        cur = await conn.execute("SELECT tenant_id FROM tenants")
-        tenants = [str(r[0]) for r in await cur.fetchall()]
-    return tenant in tenants, tenants
-
-
 async def _run(settings: Settings, args: Any) -> int:
     assert settings.postgres_dsn is not None
-    repo = await PostgresMemoryRepository.connect(settings.postgres_dsn, min_size=1, max_size=1)
-    try:
-        rules = PostgresRules(repo.pool)
-        known, tenants = await _known(repo, args.tenant)
-        if not known and not (args.action == "set" and getattr(args, "create", False)):
+    redis_url = settings.redis_url if args.action == "set" else None
+    async with bootstrap.stores(settings.postgres_dsn, redis_url) as stores:
+        rules = stores.rules
+        tenants = await rules.tenants()
+        if args.tenant not in tenants and not (
+            args.action == "set" and getattr(args, "create", False)
+        ):
             close = difflib.get_close_matches(args.tenant, tenants, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             what = "--create to set rules before its first event" if args.action == "set" else ""
@@ -84,10 +78,8 @@ async def _run(settings: Settings, args: Any) -> int:
             await rules.set_rule(
                 args.tenant, args.kind, args.name, parse_value(args.kind, args.value)
             )
-            if settings.redis_url:
-                cache = RedisCache.from_url(settings.redis_url)
-                await cache.invalidate_tenant(args.tenant)
-                await cache.close()
+            if stores.cache is not None:
+                await stores.cache.invalidate_tenant(args.tenant)
             print(f"{args.tenant}: {args.kind} {args.name.casefold()} = {args.value}")
         table = await rules.overrides(args.tenant)
         if args.action == "show":
@@ -103,13 +95,9 @@ async def _run(settings: Settings, args: Any) -> int:
                     else:
                         print(f"{args.tenant}: {kind} {name} = {_shown(kind, values[name])}")
         return 0
-    finally:
-        await repo.close()
 
 
 def rules(settings: Settings, args: Any) -> int:
-    from memstream.ops.stack import resolve_settings
-
     if args.action == "set":
         try:
             parse_value(args.kind, args.value)

@@ -22,27 +22,28 @@ import socket
 import subprocess
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from memstream.ops.health import (
+    check_broker,
+    check_parts,
+    check_postgres,
+    check_redis,
+    check_vectors,
+    model_path,
+)
+from memstream.ops.parts import Endpoints, StackError
 from memstream.ops.supervise import Watchdog, remembered_port, stop_orphaned_postgres
 from memstream.services.settings import Settings
+
+__all__ = ["EmbeddedStack", "Endpoints", "StackError", "read_runtime", "resolve_settings"]
 
 log = logging.getLogger(__name__)
 
 RUNTIME_FILE = "stack.json"
 LOCK_FILE = "stack.lock"
-
-
-class StackError(RuntimeError):
-    """One part of the stack failed; the message says which and how to fix it."""
-
-    def __init__(self, part: str, problem: str, fix: str) -> None:
-        super().__init__(f"{part}: {problem}. Fix: {fix}")
-        self.part = part
-        self.problem = problem
-        self.fix = fix
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -84,20 +85,6 @@ def _wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes
         else:
             return True
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoints:
-    broker: str
-    postgres_dsn: str
-    redis_url: str
-    vectors: str
-
-    def describe(self) -> str:
-        return (
-            f"broker {self.broker} · postgres {self.postgres_dsn} · redis {self.redis_url} · "
-            f"vectors {self.vectors}"
-        )
 
 
 def read_runtime(data_dir: Path) -> dict[str, Any] | None:
@@ -296,8 +283,6 @@ class EmbeddedStack:
 
     def check(self) -> dict[str, str]:
         """Health-check every part; raise StackError for the first that is down."""
-        from memstream.ops.health import check_parts
-
         assert self.endpoints is not None
         return check_parts(self._settings, self.endpoints)
 
@@ -347,3 +332,30 @@ class EmbeddedStack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def print_health(settings: Settings) -> int:
+    """``memstream health``: each part of the running stack, one line each."""
+    resolved = resolve_settings(settings)
+    assert resolved.broker and resolved.postgres_dsn and resolved.redis_url
+    endpoints = Endpoints(
+        resolved.broker,
+        resolved.postgres_dsn,
+        resolved.redis_url,
+        resolved.qdrant_url or str(resolved.vector_root),
+    )
+    failed = 0
+    checks: tuple[tuple[str, Callable[[], str]], ...] = (
+        ("broker", lambda: check_broker(endpoints.broker)),
+        ("postgres", lambda: check_postgres(endpoints.postgres_dsn)),
+        ("redis", lambda: check_redis(endpoints.redis_url)),
+        ("vectors", lambda: check_vectors(resolved)),
+        ("model", lambda: f"ok ({model_path(resolved)})"),
+    )
+    for name, check in checks:
+        try:
+            print(f"{name:<9} {check()}")
+        except StackError as exc:
+            failed += 1
+            print(f"{name:<9} DOWN: {exc}")
+    return 1 if failed else 0

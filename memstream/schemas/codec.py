@@ -2,10 +2,9 @@
 
 - ``encode`` / ``decode``: schemaless Avro binary (fastavro), with reader/writer schema
   resolution when the writer used another version of a contract;
-- ``frame`` / ``unframe``: the optional Confluent wire format (magic byte 0, 4-byte big-endian
-  schema id, payload); ``encode_framed`` / ``decode_framed`` put the two together;
-- ``SchemaRegistry``: the seam to a schema registry (id ↔ schema); ``SchemaIds`` is the embedded
-  implementation, with ids derived from the bundled files (see ``schema_id``).
+- no framing: every producer and consumer of memstream's topics writes and reads schemaless
+  records of the bundled schemas (the contract is the ``.avsc`` files; ``writer_schema`` reads
+  an older version).
 
 Every failure surfaces as ``CodecError`` with a machine-readable ``reason``; decoding never
 raises anything else, whatever the bytes. Each ``.avsc`` is self-contained: named types used by
@@ -13,7 +12,7 @@ several contracts (``EntityAnchor``, ``Op``) are defined inline in each file tha
 identical definitions (a unit test keeps them equal), so every file registers on its own.
 
 Imports fastavro and the stdlib only: no services, streams or ops module, no broker and no
-registry client (a production registry adapter implements ``SchemaRegistry`` elsewhere).
+registry client.
 """
 
 from __future__ import annotations
@@ -21,19 +20,17 @@ from __future__ import annotations
 import io
 import json
 import re
-import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import fastavro
 from fastavro.read import SchemaResolutionError
-from fastavro.schema import fingerprint, to_parsing_canonical_form
 from fastavro.validation import ValidationError, validate
 
 AvroSchema = dict[str, Any]
@@ -56,9 +53,6 @@ INVALID_RECORD: Final = "invalid_record"
 UNKNOWN_SCHEMA: Final = "unknown_schema"
 BAD_SCHEMA: Final = "bad_schema"
 
-MAGIC_BYTE: Final = 0
-_HEADER: Final = struct.Struct(">BI")
-_MAX_SCHEMA_ID: Final = 0x7FFF_FFFF  # registry ids are positive signed 32-bit integers
 _TIMESTAMPS: Final = frozenset({"timestamp-millis", "timestamp-micros"})
 _WRITER_FIELD = re.compile(r"(?:on field|^Field|specifies:) (\w+)")
 
@@ -78,24 +72,6 @@ class CodecError(Exception):
         self.detail = detail
         self.schema = schema
         self.field = field
-
-
-class SchemaRegistry(Protocol):
-    """Where schema ids come from: ``SchemaIds`` embedded, a Confluent-compatible registry in
-    production (an adapter outside this package).
-
-    ``schema_for`` raises ``CodecError(UNKNOWN_SCHEMA)`` for an id it does not know (a
-    permanent error: dead-letter); transport failures of a remote registry are the adapter's
-    own, retryable, exceptions and must not be turned into ``CodecError``.
-    """
-
-    def id_for(self, name: str) -> int:
-        """The id under which the current schema of contract ``name`` is written."""
-        ...
-
-    def schema_for(self, schema_id: int) -> AvroSchema:
-        """The (writer) schema registered under ``schema_id``."""
-        ...
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -362,139 +338,3 @@ def _parse_text(text: str) -> AvroSchema:
     if not isinstance(parsed, dict):
         raise CodecError(BAD_SCHEMA, "writer schema is not a record schema")
     return parsed
-
-
-# -- framing -------------------------------------------------------------------------------
-
-
-def frame(schema_id: int, payload: bytes) -> bytes:
-    """Confluent wire format: magic byte 0, the schema id (4 bytes, big-endian), the payload."""
-    if not 0 <= schema_id <= _MAX_SCHEMA_ID:
-        raise CodecError(BAD_SCHEMA, f"schema id {schema_id} is not in 0..{_MAX_SCHEMA_ID}")
-    return _HEADER.pack(MAGIC_BYTE, schema_id) + payload
-
-
-def unframe(data: bytes | bytearray | memoryview | None) -> tuple[int | None, bytes]:
-    """``(schema_id, payload)`` of framed data, ``(None, data)`` of unframed data.
-
-    Data is framed when it starts with the magic byte 0 and holds a 4-byte id. An unframed
-    record whose first field is an empty string also starts with 0: every contract's first
-    field is a non-empty id, and producers should frame (``encode_framed``).
-    """
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise CodecError(UNDECODABLE, f"no bytes but {type(data).__name__}")
-    if len(data) >= _HEADER.size and data[0] == MAGIC_BYTE:
-        _, schema_id = _HEADER.unpack_from(data)
-        return schema_id, bytes(data[_HEADER.size :])
-    return None, bytes(data)
-
-
-def encode_framed(
-    name: str, record: Mapping[str, Any], registry: SchemaRegistry | None = None
-) -> bytes:
-    """``encode`` then ``frame`` with the id ``registry`` (default: the bundled ids) gives."""
-    ids = registry if registry is not None else SchemaIds.bundled()
-    return frame(ids.id_for(name), encode(name, record))
-
-
-def decode_framed(
-    name: str,
-    data: bytes | bytearray | memoryview | None,
-    registry: SchemaRegistry | None = None,
-) -> dict[str, Any]:
-    """Decode framed or unframed data of contract ``name``.
-
-    Framed data is read with the writer schema its id names in ``registry`` (default: the
-    bundled ids) and resolved to the current schema; unframed data with the current schema.
-    """
-    schema_id, payload = unframe(data)
-    if schema_id is None:
-        return decode(name, payload)
-    ids = registry if registry is not None else SchemaIds.bundled()
-    writer = ids.schema_for(schema_id)
-    if writer is _contract(name).parsed:  # the current schema: no resolution needed
-        return decode(name, payload)
-    return decode(name, payload, writer_schema=writer)
-
-
-# -- schema ids ----------------------------------------------------------------------------
-
-
-def schema_id(schema_: AvroSchema | str) -> int:
-    """The embedded id of a schema: the low 31 bits of its 64-bit Rabin fingerprint
-    (CRC-64-AVRO of its Parsing Canonical Form; 0 becomes 1).
-
-    Stable across processes and machines, and unchanged by edits that do not change the bytes
-    (docs, defaults, logical types), since it identifies a *writer* schema.
-    """
-    try:
-        canonical = to_parsing_canonical_form(
-            json.loads(schema_) if isinstance(schema_, str) else schema_
-        )
-    except Exception as exc:  # JSONDecodeError, SchemaParseException, ...
-        raise CodecError(BAD_SCHEMA, f"schema has no canonical form: {exc}") from exc
-    return (int(fingerprint(canonical, "CRC-64-AVRO"), 16) & _MAX_SCHEMA_ID) or 1
-
-
-class SchemaIds:
-    """The embedded ``SchemaRegistry``: name ↔ id for the bundled contracts, plus any older
-    writer versions added with ``with_writer``. Immutable."""
-
-    def __init__(
-        self, by_id: Mapping[int, tuple[str, AvroSchema]], current: Mapping[str, int]
-    ) -> None:
-        self._by_id = dict(by_id)
-        self._current = dict(current)
-
-    @classmethod
-    def bundled(cls) -> SchemaIds:
-        """The ids of the ``.avsc`` files in this package (built once per process)."""
-        return _bundled_ids()
-
-    def id_for(self, name: str) -> int:
-        try:
-            return self._current[name]
-        except KeyError:
-            raise CodecError(UNKNOWN_SCHEMA, f"no schema id for {name!r}") from None
-
-    def schema_for(self, schema_id: int) -> AvroSchema:
-        return self._entry(schema_id)[1]
-
-    def name_for(self, schema_id: int) -> str:
-        """The contract a schema id belongs to."""
-        return self._entry(schema_id)[0]
-
-    def with_writer(self, name: str, writer_schema: AvroSchema | str) -> SchemaIds:
-        """A copy that also knows ``writer_schema`` (e.g. an older version of ``name``)."""
-        parsed = _parse_writer(writer_schema)
-        new_id = schema_id(writer_schema)
-        known = self._by_id.get(new_id)
-        if known is not None:
-            if known[0] != name:
-                raise CodecError(BAD_SCHEMA, f"schema id {new_id} of {name} is {known[0]}'s")
-            return self  # the same wire schema: already known
-        return SchemaIds({**self._by_id, new_id: (name, parsed)}, self._current)
-
-    def items(self) -> Iterator[tuple[str, int]]:
-        """``(name, id)`` of the current schema of every contract."""
-        return iter(self._current.items())
-
-    def _entry(self, schema_id: int) -> tuple[str, AvroSchema]:
-        try:
-            return self._by_id[schema_id]
-        except KeyError:
-            raise CodecError(UNKNOWN_SCHEMA, f"no schema with id {schema_id}") from None
-
-
-@cache
-def _bundled_ids() -> SchemaIds:
-    by_id: dict[int, tuple[str, AvroSchema]] = {}
-    current: dict[str, int] = {}
-    for name in SCHEMA_NAMES:
-        contract = _contract(name)
-        sid = schema_id(contract.raw)
-        if sid in by_id:  # 2^31 ids for a handful of schemas: a clash is a bug to notice
-            raise CodecError(BAD_SCHEMA, f"{name} and {by_id[sid][0]} share schema id {sid}")
-        by_id[sid] = (name, contract.parsed)
-        current[name] = sid
-    return SchemaIds(by_id, current)

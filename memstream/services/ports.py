@@ -6,14 +6,17 @@ Must not import any adapter nor any I/O library; only the domain and the stdlib.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from memstream.services.domain.checksum import LedgerLine
 from memstream.services.domain.erasure import ErasureResult, ErasureScope
 from memstream.services.domain.identity import KeyRecord, Principal
 from memstream.services.domain.model import MemoryEvent, MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
+from memstream.services.domain.versioning import Placement
 
 
 class AdapterError(Exception):
@@ -147,16 +150,32 @@ class IndexTask:
     needs_vector: bool
 
 
+class MemoryWrite(Protocol):
+    """One memory's unit of work, its lock held (cosmicpython's ``allocate`` shape: the handler
+    decides with the domain, the repository stores). ``duplicate``: the ledger already holds
+    the event (a redelivery) and what it recorded then; nothing is to be saved."""
+
+    @property
+    def chain(self) -> Sequence[MemoryVersion]: ...
+
+    @property
+    def duplicate(self) -> Recorded | None: ...
+
+    async def save(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, placement: Placement
+    ) -> None:
+        """Ledger row + new version + derived changes, committed with the unit of work."""
+        ...
+
+
 class MemoryRepository(Protocol):
     """The ledger and the versions, in Postgres (the source of truth)."""
 
-    async def record(
-        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
-    ) -> Recorded:
-        """Ledger + new version + derived changes, in ONE transaction; idempotent on event_id.
+    def locked(self, event: MemoryEvent) -> AbstractAsyncContextManager[MemoryWrite]:
+        """A unit of work on ``event``'s memory: locked, its chain and the ledger's answer read.
 
-        Raises ``InvalidEvent`` for a permanent problem (e.g. RETRACT of an unknown memory),
-        ``TransientError`` when the database is unreachable.
+        A clean exit commits what ``save`` wrote; an exception rolls it back. Raises
+        ``TransientError`` when the database is unreachable, ``AdapterError`` otherwise.
         """
         ...
 
@@ -239,14 +258,10 @@ class Cache(Protocol):
         ...
 
     async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
-        """Delete (not just invalidate) every cached reply of the tenant and the trust entries
-        of these versions (erasure); returns how many keys went. Raises ``AdapterError`` when
-        the cache cannot be reached: an erasure must know whether the bytes are gone."""
+        """Delete (not just invalidate) every cached reply of the tenant (erasure); returns how
+        many keys went. Raises ``AdapterError`` when the cache cannot be reached: an erasure
+        must know whether the bytes are gone."""
         ...
-
-    async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]: ...
-
-    async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -314,6 +329,20 @@ class NoMetrics:
         return None
 
 
+class SilentSink:
+    """A ChangeSink that announces nothing: an embedded run with no broker, or a rebuild (it
+    changes derived state, no memory). Postgres keeps everything."""
+
+    async def versioned(self, recorded: Recorded) -> None:
+        return None
+
+    async def dead_lettered(self, letter: DeadLetter) -> None:
+        return None
+
+    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
+        return None
+
+
 class RulesRepository(Protocol):
     """Per-tenant rules that change at run time, and the materialised time scores."""
 
@@ -328,6 +357,132 @@ class RulesRepository(Protocol):
     async def save(
         self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
     ) -> set[str]: ...
+
+
+# -- the ledger as rebuilds and audits read it (``handlers.rebuild*``, ``handlers.verify``) -----
+
+# A ledger event's place in replay order: (received_at, topic, partition, offset, tenant, event).
+LedgerKey = tuple[datetime, str, int, int, str, str]
+
+
+class Refused(Exception):
+    """A rebuild refused before it changed anything (a misuse): ``part: problem. Fix: fix``."""
+
+    def __init__(self, part: str, problem: str, fix: str) -> None:
+        super().__init__(f"{part}: {problem}. Fix: {fix}")
+        self.part, self.problem, self.fix = part, problem, fix
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEvent:
+    """One recorded event as the ledger keeps it (the payload as received)."""
+
+    tenant_id: str
+    event_id: str
+    payload: Mapping[str, Any]
+    position: Position
+    received_at: datetime
+
+    @property
+    def key(self) -> LedgerKey:
+        p = self.position
+        return (self.received_at, p.topic, p.partition, p.offset, self.tenant_id, self.event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayScope:
+    """Which events a replay covers: these tenants (None: all), received up to ``until``."""
+
+    tenants: tuple[str, ...] | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyMeta:
+    """An audit copy's parameters (its ``replay_meta`` row)."""
+
+    source: str
+    tenants: tuple[str, ...] | None
+    until: datetime | None
+    vectors: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetRange:
+    """Offsets FIRST..LAST (inclusive) of one partition; LAST None: to the partition's end."""
+
+    partition: int
+    first: int
+    last: int | None
+
+    def __str__(self) -> str:
+        return f"{self.partition}:{self.first}-{'' if self.last is None else self.last}"
+
+
+class Ledger(Protocol):
+    """One database's ledger and versions, read (and re-marked) in bulk: one connection.
+
+    ``identity``: host:port/database/schema (two ledgers with one identity are the same);
+    ``tenants``: ``wanted`` (an unknown one raises AdapterError) or all; ``versions``: each in
+    scope with its ledger row's received_at; ``last_replayed``: per tenant, the source key of
+    the last event a copy holds; ``step_back``: the key ``page`` events before ``key``;
+    ``page_to_replay``: in scope, after ``done[tenant]`` and ``after``, in replay order;
+    ``keep_transaction_time``: a copy's ledger takes its versions' recorded_at;
+    ``topic_ranges``: per partition the first and last offset recorded (ledger and dead
+    letters); ``received``: when each offset was received (ledger row, else dead letter);
+    ``erased_events``: which of these (tenant_id, event_id) the ledger holds as erased.
+    Erased events and versions are out of every scope (never replayed, counted or compared).
+    """
+
+    async def identity(self) -> str: ...
+    async def tenants(self, wanted: Sequence[str] | None) -> list[str]: ...
+    async def pending_count(self, tenants: Sequence[str] | None) -> int: ...
+    async def reset_index(self, tenant_id: str) -> None: ...
+    async def upsert_counts(self, tenant_id: str) -> list[tuple[str, int]]: ...
+    async def upsert_ids(self, tenant_id: str) -> list[tuple[str, str]]: ...
+    async def mark_unindexed(self, version_ids: Sequence[str]) -> None: ...
+    async def versions(self, scope: ReplayScope) -> list[tuple[MemoryVersion, datetime]]: ...
+    async def ledger_lines(self, scope: ReplayScope) -> list[LedgerLine]: ...
+    async def create_schema(self, schema: str) -> None: ...
+    async def holds_copy(self, schema: str) -> bool: ...
+    async def read_meta(self) -> CopyMeta | None: ...
+    async def write_meta(self, meta: CopyMeta) -> None: ...
+    async def last_replayed(self) -> dict[str, LedgerKey]: ...
+    async def step_back(
+        self, scope: ReplayScope, key: LedgerKey, page: int
+    ) -> LedgerKey | None: ...
+    async def count_to_replay(self, scope: ReplayScope, done: Mapping[str, LedgerKey]) -> int: ...
+    async def page_to_replay(
+        self, scope: ReplayScope, done: Mapping[str, LedgerKey], after: LedgerKey, limit: int
+    ) -> list[LedgerEvent]: ...
+    async def count_events(self) -> int: ...
+    async def keep_transaction_time(self) -> None: ...
+    async def topic_ranges(self, topic: str, scope: ReplayScope) -> list[OffsetRange]: ...
+    async def held_offsets(self, topic: str) -> dict[int, int]: ...
+    async def erased_events(self, ids: Sequence[tuple[str, str]]) -> set[tuple[str, str]]: ...
+    async def received(
+        self, topic: str, partition: int, offsets: Sequence[int]
+    ) -> dict[int, datetime]: ...
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    key: bytes | None
+    value: bytes | None
+    offset: int
+    timestamp_ms: int | None
+
+
+class TopicReader(Protocol):
+    """Reads explicit offset ranges of one topic (no consumer group, nothing committed):
+    ``open`` refuses (Refused) a missing topic or partition; ``next_batch`` gives the records
+    by partition, {} once every range is read."""
+
+    async def open(self, partitions: Sequence[int]) -> None: ...
+    def read(self, ranges: Sequence[OffsetRange]) -> None: ...
+    async def next_batch(self, size: int) -> dict[int, list[TopicRecord]]: ...
+    async def stop(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,27 +14,19 @@ from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
 from memstream.services.ports import DeadLetter, OutboundReply, Recorded
+from memstream.streams.records import (
+    dead_letter_record,
+    message_key,
+    score_record,
+    versioned_record,
+)
 
 log = logging.getLogger(__name__)
 
 
 def dead_letter_bytes(letter: DeadLetter) -> bytes:
     """A dead letter as the Avro ``memstream.DeadLetter`` record (original bytes unchanged)."""
-    return encode(
-        "DeadLetter",
-        {
-            "reason": letter.reason,
-            "detail": letter.detail,
-            "original": letter.original or b"",
-            "original_key": letter.original_key,
-            "source_topic": letter.position.topic,
-            "source_partition": letter.position.partition,
-            "source_offset": letter.position.offset,
-            "event_id": letter.event_id,
-            "tenant_id": letter.tenant_id,
-            "failed_at": datetime.now(UTC),
-        },
-    )
+    return encode("DeadLetter", dead_letter_record(letter, datetime.now(UTC)))
 
 
 class FaustChangeSink:
@@ -45,42 +37,16 @@ class FaustChangeSink:
 
     async def versioned(self, recorded: Recorded) -> None:
         v = recorded.version
-        record = {
-            "event_id": v.event_id,
-            "tenant_id": v.tenant_id,
-            "memory_key": v.memory_key,
-            "version_id": v.version_id,
-            "version": v.version,
-            "parent_id": v.parent_id,
-            "op": v.op.value,
-            "outcome": recorded.outcome,
-            "is_current": v.is_current,
-            "valid_from": v.valid_from,
-            "valid_to": v.valid_to,
-            "recorded_at": v.recorded_at,
-            "fact_type": v.fact_type,
-            "entity_type": v.entity_type,
-            "entity_id": v.entity_id,
-            "source_system": v.source_system,
-            "status": v.status,
-        }
-        key = f"{v.tenant_id}|{v.memory_key}".encode()
+        record = versioned_record(v, recorded.outcome)
+        key = message_key(v.tenant_id, v.memory_key)
         try:
             await self._changes.send(key=key, value=encode("MemoryVersioned", record))
         except Exception as exc:
             log.warning("could not announce version %s on memory.changes: %s", v.version_id, exc)
 
     async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
-        record = {
-            "tenant_id": version.tenant_id,
-            "memory_key": version.memory_key,
-            "version_id": version.version_id,
-            "recency": scores.recency,
-            "state": scores.state,
-            "effective_status": scores.effective_status,
-            "scored_at": at,
-        }
-        key = f"{version.tenant_id}|{version.memory_key}".encode()
+        record = score_record(version, scores, at)
+        key = message_key(version.tenant_id, version.memory_key)
         try:
             await self._scores.send(key=key, value=encode("ScoreChanged", record))
         except Exception as exc:

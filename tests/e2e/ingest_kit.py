@@ -16,7 +16,6 @@ from confluent_kafka import Producer
 
 from memstream.ops.ingest_status import Status, wait_for
 from memstream.ops.migrate import migrate
-from memstream.ops.publish import message_key, to_record
 from memstream.ops.stack import free_port
 from memstream.ops.topics import ensure_topics
 from memstream.schemas.codec import encode
@@ -24,6 +23,8 @@ from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.domain.validation import validate_event
 from memstream.services.ports import VectorFilter
 from memstream.services.settings import Settings, Topics
+from memstream.streams.records import event_key as message_key
+from memstream.streams.records import event_record as to_record
 from tests.conftest import unique, with_schema
 from tests.e2e.processes import Process
 from tests.identity_kit import Keyring

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from memstream.ops.publish import to_record
 from memstream.ops.stack import free_port
 from memstream.schemas.codec import decode, encode
 from memstream.services.domain.validation import validate_event
+from memstream.streams.records import event_record as to_record
 from tests.e2e.ingest_kit import (
     BASE,
     IngestSetup,

@@ -25,8 +25,8 @@ import pytest
 
 from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
-from memstream.ops.replay_verify import schema_dsn
 from memstream.services.adapters.postgres import PostgresMemoryRepository
+from memstream.services.adapters.postgres_ledger import schema_dsn
 from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.domain.versioning import known_at
 from memstream.services.settings import Settings

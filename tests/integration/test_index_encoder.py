@@ -14,17 +14,25 @@ from pathlib import Path
 
 import pytest
 
-from memstream.ops.bench import synthetic_events
+from memstream.ops.bench_kit import synthetic_events
 from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
-from memstream.ops.replay import rebuild_index
+from memstream.ops.replay import feedback, tools
 from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_encoder import PostgresIndexEncoder
 from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.bootstrap import EncoderMismatchError, load_embedder
+from memstream.services.handlers.rebuild import rebuild_index as rebuild
 from memstream.services.ports import AdapterError, VectorFilter
 from memstream.services.settings import Settings
 from tests.conftest import MACHINE_REDIS, drop_schema, unique, with_schema
+
+
+async def rebuild_index(settings: Settings, tenants: list[str] | None, batch: int) -> None:
+    """``memstream replay --index [--tenant …]`` in process."""
+    assert settings.postgres_dsn is not None
+    scope = tuple(tenants) if tenants else None
+    await rebuild(tools(settings), feedback(), settings.postgres_dsn, scope, batch)
 
 
 @pytest.fixture

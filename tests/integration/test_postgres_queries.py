@@ -27,6 +27,7 @@ from memstream.services.adapters.postgres_queries import (
     query_terms,
 )
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
+from memstream.services.handlers.ingest import record_event
 from memstream.services.ports import KeywordHit, Position, VectorFilter
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -78,7 +79,7 @@ async def put(
         entities=tuple(entities),
         attributes=dict(attributes or {}),
     )
-    recorded = await repo.record(event, {}, Position("t", 0, next(_offsets)), at + DAY)
+    recorded = await record_event(repo, event, {}, Position("t", 0, next(_offsets)), at + DAY)
     return recorded.version
 
 

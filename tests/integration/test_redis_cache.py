@@ -108,7 +108,7 @@ async def test_reply_round_trip_and_invalidation_by_tenant(cache: RedisCache) ->
     await cache.invalidate_tenant(tenant_a)
     assert await cache.get_reply(tenant_a, request) is None
     assert await cache.get_reply(tenant_b, request) == b"reply-b"
-    assert cache.errors == {"embedding": 0, "reply": 0, "trust": 0}
+    assert cache.errors == {"embedding": 0, "reply": 0}
 
 
 async def test_invalidation_of_unknown_tenant_and_race(cache: RedisCache) -> None:
@@ -125,39 +125,17 @@ async def test_invalidation_of_unknown_tenant_and_race(cache: RedisCache) -> Non
 
 
 async def test_ttl_expiry(redis_url: str, namespace: str) -> None:
-    cache = RedisCache.from_url(
-        redis_url, namespace=namespace, reply_ttl_s=1, embedding_ttl_s=1, trust_ttl_s=1
-    )
+    cache = RedisCache.from_url(redis_url, namespace=namespace, reply_ttl_s=1, embedding_ttl_s=1)
     try:
         await cache.put_embedding("e", VECTOR)
         await cache.put_reply("t", "r", b"x")
-        await cache.put_trust({"v1": {"decay": 0.5}})
         assert await cache.get_embedding("e") is not None
         assert await cache.get_reply("t", "r") == b"x"
-        assert await cache.get_trust(["v1"]) == {"v1": {"decay": 0.5}}
         await asyncio.sleep(1.2)
         assert await cache.get_embedding("e") is None
         assert await cache.get_reply("t", "r") is None
-        assert await cache.get_trust(["v1"]) == {}
     finally:
         await cache.close()
-
-
-async def test_trust_mget_round_trip(cache: RedisCache) -> None:
-    assert await cache.get_trust([]) == {}
-    await cache.put_trust({})
-    components = {
-        "v1": {"decay": 0.25, "consistency": 1.0},
-        "v:2/ä": {"decay": 0.125},
-        "v3": {},
-    }
-    await cache.put_trust(components)
-    got = await cache.get_trust(["v1", "missing", "v:2/ä", "v3", "v1"])
-    assert got == components
-    assert all(isinstance(x, float) for c in got.values() for x in c.values())
-    assert await cache.get_trust(["missing"]) == {}
-    assert cache.hits["trust"] == 3
-    assert cache.misses["trust"] == 2
 
 
 # -- outage ----------------------------------------------------------------------------------
@@ -171,8 +149,6 @@ def all_calls(cache: RedisCache) -> list[tuple[str, Callable[[], Awaitable[Any]]
         ("reply", lambda: cache.get_reply("t", "r"), None),
         ("reply", lambda: cache.put_reply("t", "r", b"x"), None),
         ("reply", lambda: cache.invalidate_tenant("t"), None),
-        ("trust", lambda: cache.get_trust(["v1", "v2"]), {}),
-        ("trust", lambda: cache.put_trust({"v1": {"decay": 0.5}}), None),
     ]
 
 
@@ -278,8 +254,6 @@ async def test_recovery_after_redis_restarts(tmp_path: Path) -> None:
         assert await cache.get_embedding("e") == f32(VECTOR)
         await cache.put_reply("t", "r", b"y")
         assert await cache.get_reply("t", "r") == b"y"
-        await cache.put_trust({"v1": {"decay": 0.5}})
-        assert await cache.get_trust(["v1"]) == {"v1": {"decay": 0.5}}
         assert sum(cache.errors.values()) == 1
     finally:
         await cache.close()

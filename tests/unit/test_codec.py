@@ -14,15 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memstream.schemas import codec
-from memstream.schemas.codec import (
-    CodecError,
-    SchemaIds,
-    decode,
-    decode_framed,
-    encode,
-    frame,
-    unframe,
-)
+from memstream.schemas.codec import CodecError, decode, encode
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 T0 = datetime(2024, 5, 1, 12, 30, 15, 123000, tzinfo=UTC)
@@ -221,20 +213,6 @@ def test_every_contract_round_trips(name: str) -> None:
     assert decoded == SAMPLES[name]
 
 
-@pytest.mark.parametrize("name", codec.SCHEMA_NAMES)
-def test_every_contract_round_trips_framed(name: str) -> None:
-    data = codec.encode_framed(name, SAMPLES[name])
-    schema_id, payload = unframe(data)
-    assert schema_id == SchemaIds.bundled().id_for(name)
-    assert payload == encode(name, SAMPLES[name])
-    assert decode_framed(name, data) == SAMPLES[name]
-
-
-@pytest.mark.parametrize("name", codec.SCHEMA_NAMES)
-def test_decode_framed_also_reads_unframed_data(name: str) -> None:
-    assert decode_framed(name, encode(name, SAMPLES[name])) == SAMPLES[name]
-
-
 def test_omitted_fields_take_their_defaults() -> None:
     minimal = {name: MEMORY_EVENT[name] for name in REQUIRED_EVENT_FIELDS}
     decoded = decode("MemoryEvent", encode("MemoryEvent", minimal))
@@ -295,46 +273,12 @@ def test_any_memory_event_round_trips(event: dict[str, Any]) -> None:
 # -- framing -------------------------------------------------------------------------------
 
 
-def test_frame_is_the_confluent_wire_format() -> None:
-    assert frame(258, b"payload") == b"\x00\x00\x00\x01\x02payload"
-    assert unframe(b"\x00\x00\x00\x01\x02payload") == (258, b"payload")
-    assert unframe(memoryview(b"\x00\x00\x00\x01\x02")) == (258, b"")
-
-
-def test_unframe_passes_unframed_data_through() -> None:
-    data = encode("MemoryEvent", MEMORY_EVENT)
-    assert data[0] != 0
-    assert unframe(data) == (None, data)
-    assert unframe(b"\x00\x01") == (None, b"\x00\x01")  # too short to hold an id
-
-
-@pytest.mark.parametrize("schema_id", [-1, 2**31])
-def test_frame_refuses_ids_out_of_range(schema_id: int) -> None:
-    with pytest.raises(CodecError) as caught:
-        frame(schema_id, b"")
-    assert caught.value.reason == codec.BAD_SCHEMA
-
-
-def test_a_framed_message_with_an_unknown_id_is_an_unknown_schema() -> None:
-    data = frame(12345, encode("MemoryEvent", MEMORY_EVENT))
-    with pytest.raises(CodecError) as caught:
-        decode_framed("MemoryEvent", data)
-    assert caught.value.reason == codec.UNKNOWN_SCHEMA
-
-
-def test_a_framed_message_of_another_contract_is_a_schema_mismatch() -> None:
-    data = codec.encode_framed("DeadLetter", SAMPLES["DeadLetter"])
-    with pytest.raises(CodecError) as caught:
-        decode_framed("MemoryEvent", data)
-    assert caught.value.reason == codec.SCHEMA_MISMATCH
-
-
 # -- garbage -------------------------------------------------------------------------------
 
 
-def _decodes_or_codec_error(name: str, data: bytes, *, framed: bool = False) -> None:
+def _decodes_or_codec_error(name: str, data: bytes) -> None:
     try:
-        result = decode_framed(name, data) if framed else decode(name, data)
+        result = decode(name, data)
     except CodecError as exc:
         assert exc.reason in (codec.UNDECODABLE, codec.UNKNOWN_SCHEMA, codec.SCHEMA_MISMATCH)
     else:  # random bytes can spell a valid record; then it must be a whole one
@@ -345,7 +289,6 @@ def _decodes_or_codec_error(name: str, data: bytes, *, framed: bool = False) -> 
 @given(name=st.sampled_from(codec.SCHEMA_NAMES), data=st.binary(max_size=600))
 def test_arbitrary_bytes_raise_codec_error_and_nothing_else(name: str, data: bytes) -> None:
     _decodes_or_codec_error(name, data)
-    _decodes_or_codec_error(name, data, framed=True)
 
 
 @settings(max_examples=300, deadline=None)
@@ -395,8 +338,6 @@ def test_a_tombstone_is_undecodable() -> None:
         decode("MemoryEvent", None)
     assert caught.value.reason == codec.UNDECODABLE
     with pytest.raises(CodecError):
-        decode_framed("MemoryEvent", None)
-    with pytest.raises(CodecError):
         decode("MemoryEvent", "not bytes")  # type: ignore[arg-type]
 
 
@@ -408,15 +349,6 @@ def test_a_record_of_the_old_schema_reads_with_the_current_one() -> None:
     decoded = decode("MemoryEvent", data, writer_schema=OLD_MEMORY_EVENT)
     assert decoded == {**_old_event(), "entities": [], "attributes": {}}
     assert decode("MemoryEvent", data, writer_schema=json.dumps(OLD_MEMORY_EVENT)) == decoded
-
-
-def test_an_old_framed_record_reads_through_the_registry_seam() -> None:
-    ids = SchemaIds.bundled().with_writer("MemoryEvent", OLD_MEMORY_EVENT)
-    old_id = codec.schema_id(OLD_MEMORY_EVENT)
-    assert old_id != ids.id_for("MemoryEvent")
-    assert ids.name_for(old_id) == "MemoryEvent"
-    data = frame(old_id, _write(OLD_MEMORY_EVENT, _old_event()))
-    assert decode_framed("MemoryEvent", data, ids)["entities"] == []
 
 
 def test_a_record_of_the_current_schema_reads_with_the_old_one() -> None:
@@ -513,40 +445,6 @@ def test_not_a_record_and_not_a_contract() -> None:
 
 
 # -- schema ids and the files themselves ---------------------------------------------------
-
-
-def test_bundled_ids_are_distinct_positive_int32_and_derived_from_the_schema() -> None:
-    ids = SchemaIds.bundled()
-    table = dict(ids.items())
-    assert set(table) == set(codec.SCHEMA_NAMES)
-    assert len(set(table.values())) == len(table)
-    for name, schema_id in table.items():
-        assert 1 <= schema_id <= 2**31 - 1
-        assert schema_id == codec.schema_id(_raw(name)) == codec.schema_id(codec.schema_text(name))
-        assert ids.schema_for(schema_id) is codec.schema(name)
-        assert ids.name_for(schema_id) == name
-
-
-def test_ids_follow_the_wire_shape_not_the_docs() -> None:
-    raw = _raw("MemoryEvent")
-    redocumented = json.loads(json.dumps(raw))
-    redocumented["doc"] = "reworded"
-    assert codec.schema_id(redocumented) == codec.schema_id(raw)
-    assert codec.schema_id(OLD_MEMORY_EVENT) != codec.schema_id(raw)
-
-
-def test_unknown_names_and_ids_are_unknown_schemas() -> None:
-    ids = SchemaIds.bundled()
-    for lookup in (lambda: ids.id_for("Nope"), lambda: ids.schema_for(7), lambda: ids.name_for(7)):
-        with pytest.raises(CodecError) as caught:
-            lookup()
-        assert caught.value.reason == codec.UNKNOWN_SCHEMA
-
-
-def test_a_schema_id_claimed_by_another_contract_is_refused() -> None:
-    with pytest.raises(CodecError) as caught:
-        SchemaIds.bundled().with_writer("DeadLetter", _raw("MemoryEvent"))
-    assert caught.value.reason == codec.BAD_SCHEMA
 
 
 @pytest.mark.parametrize(

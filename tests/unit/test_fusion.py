@@ -16,7 +16,6 @@ from memstream.services.domain.fusion import (
     final_score,
     fuse,
     fusion_weights,
-    normalise,
     query_features,
     rrf,
     scale_to_unit,
@@ -61,23 +60,6 @@ def test_rrf_weights() -> None:
 
 
 # --- normalisation ---------------------------------------------------------------------------
-
-
-@given(st.dictionaries(st.text(max_size=3), st.floats(-1e6, 1e6), max_size=20))
-def test_normalise_is_within_bounds(scores: dict[str, float]) -> None:
-    result = normalise(scores)
-    assert result.keys() == scores.keys()
-    assert all(0.0 <= value <= 1.0 for value in result.values())
-    if len(set(scores.values())) > 1:
-        assert min(result.values()) == 0.0
-        assert max(result.values()) == 1.0
-
-
-def test_normalise_examples() -> None:
-    assert normalise({"a": 2.0, "b": 4.0, "c": 3.0}) == {"a": 0.0, "b": 1.0, "c": 0.5}
-    assert normalise({"a": 0.7, "b": 0.7}) == {"a": 1.0, "b": 1.0}
-    assert normalise({"a": 0.0}) == {"a": 0.0}
-    assert normalise({}) == {}
 
 
 def test_scale_to_unit_only_shrinks_scores_above_one() -> None:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstream.client import AsyncMemory, MemoryClientError, PublishError, RetrievalTimeout
 from memstream.ops.gateway.auth import (
@@ -29,9 +29,6 @@ from memstream.ops.gateway.auth import (
     writable,
 )
 from memstream.ops.gateway.erasure import Forgotten, erasure_scope, wait_completed
-from memstream.services.adapters.postgres import PostgresMemoryRepository
-from memstream.services.adapters.postgres_audit import PostgresQueryLog
-from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.domain import versioning
 from memstream.services.domain.erasure import InvalidScope, checked_reason
 from memstream.services.domain.errors import InvalidEvent
@@ -41,6 +38,11 @@ from memstream.services.domain.reply import RetrievalReply
 from memstream.services.domain.validation import validate_event
 from memstream.services.ports import AdapterError, ErasureMark
 from memstream.services.settings import Settings
+
+if TYPE_CHECKING:
+    from contextlib import AsyncExitStack
+
+    from memstream.services.bootstrap import Stores
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -123,19 +125,23 @@ class Doors:
         self._authenticator = authenticator
         self._store: Any = None
         self.timeout = timeout
-        self._repo: PostgresMemoryRepository | None = None
+        self._stores: Stores | None = None
+        self._exit: AsyncExitStack | None = None
         self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
         self._lock = asyncio.Lock()
         self._erasing = asyncio.Lock()  # one erasure at a time: one shard opener per process
 
     async def start(self) -> Doors:
+        from contextlib import AsyncExitStack
+
+        from memstream.services import bootstrap
+
         assert self.settings.postgres_dsn is not None
-        self._repo = await PostgresMemoryRepository.connect(
-            self.settings.postgres_dsn, min_size=1, max_size=4
+        self._exit = AsyncExitStack()
+        self._stores = await self._exit.enter_async_context(
+            bootstrap.stores(self.settings.postgres_dsn, pool=4)
         )
         if self._authenticator is None:
-            from memstream.services import bootstrap
-
             self._store = await bootstrap.credential_store(self.settings)
             self._authenticator = self._store
         return self
@@ -144,17 +150,17 @@ class Doors:
         for memory in self._clients.values():
             await memory.close()
         self._clients.clear()
-        if self._repo is not None:
-            await self._repo.close()
-            self._repo = None
+        if self._exit is not None:
+            await self._exit.aclose()
+            self._exit = self._stores = None
         if self._store is not None:
             await self._store.close()
             self._store = self._authenticator = None
 
     @property
-    def repo(self) -> PostgresMemoryRepository:
-        assert self._repo is not None, "Doors.start() first"
-        return self._repo
+    def stores(self) -> Stores:
+        assert self._stores is not None, "Doors.start() first"
+        return self._stores
 
     async def authenticate(self, authorization: str | None) -> tuple[Principal, str]:
         """The caller of an ``Authorization`` header, and its credential."""
@@ -252,7 +258,7 @@ class Doors:
         known_at: datetime | None = None,
     ) -> tuple[str, list[MemoryVersion]]:
         tenant = readable_tenant(principal, tenant_id)
-        chain = await self._read(self.repo.chain(tenant, memory_key))
+        chain = await self._read(self.stores.repo.chain(tenant, memory_key))
         if chain and known_at is not None:
             chain = versioning.known_at(chain, known_at)
         if chain and as_of is not None:
@@ -263,7 +269,7 @@ class Doors:
     async def tombstones(self, tenant_id: str, memory_key: str) -> dict[str, ErasureMark]:
         """By version id, what erased the erased versions of a memory (read by a caller already
         allowed to read ``tenant_id``)."""
-        return await self._read(PostgresErasure(self.repo.pool).marks(tenant_id, memory_key))
+        return await self._read(self.stores.erasure.marks(tenant_id, memory_key))
 
     async def forget(
         self,
@@ -305,7 +311,7 @@ class Doors:
                 return forgotten
             forgotten.handed_to_worker = handed
             if wait:
-                erasures = PostgresErasure(self.repo.pool)
+                erasures = self.stores.erasure
                 forgotten.completed_by_worker = await self._read(
                     wait_completed(erasures.pending, tenant, result.pending, wait_seconds)
                 )
@@ -314,13 +320,13 @@ class Doors:
     async def audit(self, principal: Principal, request_id: str) -> list[dict[str, Any]]:
         """The logged answers to ``request_id`` that the caller's tenant may see."""
         tenant = readable_tenant(principal, None)
-        entries = await self._read(PostgresQueryLog(self.repo.pool).find(request_id))
+        entries = await self._read(self.stores.query_log.find(request_id))
         return [e for e in entries if e["tenant_id"] == tenant]
 
     async def answers_about(
         self, principal: Principal, tenant_id: str, memory_key: str
     ) -> list[dict[str, Any]]:
-        log = PostgresQueryLog(self.repo.pool)
+        log = self.stores.query_log
         tenant = readable_tenant(principal, tenant_id)
         return await self._read(log.answers_about(tenant, memory_key))
 
@@ -333,8 +339,7 @@ class Doors:
     async def health(self) -> dict[str, str]:
         parts = {"postgres": "ok", "broker": self.settings.broker or ""}
         try:
-            async with self.repo.pool.connection() as conn:
-                await conn.execute("SELECT 1")
+            await self.stores.repo.ping()
         except Exception as exc:  # reported, not raised: this is the health check
             parts["postgres"] = f"down: {exc}"
         return parts

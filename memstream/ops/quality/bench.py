@@ -16,8 +16,9 @@ from typing import Any
 
 from rich.console import Console
 
-from memstream.ops.quality.runner import ALL_SUITES, Options
-from memstream.ops.quality.scoring import Scores
+from memstream.ops.quality.report import print_headline, write
+from memstream.ops.quality.runner import ALL_SUITES, Options, run_quality
+from memstream.ops.quality.scoring import Scores, score
 
 
 def options_from_args(args: Any) -> Options:
@@ -42,9 +43,6 @@ def bench_quality(
 ) -> tuple[Path, Scores]:
     """Run everything, write ``out/quality-<timestamp>/{report.md,chart.png}``, print the
     headline; returns the folder and the scores."""
-    from memstream.ops.quality.report import print_headline, write
-    from memstream.ops.quality.runner import run_quality
-    from memstream.ops.quality.scoring import score
 
     console = console or Console(highlight=False)
     started_at = datetime.now(UTC)

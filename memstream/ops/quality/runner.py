@@ -26,10 +26,16 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from memstream.ops.health import check_postgres, check_redis
+from memstream.ops.local import LocalMemstream
+from memstream.ops.migrate import migrate
 from memstream.ops.quality.baselines import TenantCorpus, build_corpora
+from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
 from memstream.ops.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.ops.quality.suite import Question, Suite, doc_id
+from memstream.ops.quality.traps import trap_suite
 from memstream.ops.stack import EmbeddedStack
+from memstream.services import bootstrap
 from memstream.services.settings import Settings
 
 BASELINES = ("vector", "bm25", "vector+bm25 RRF")
@@ -114,8 +120,6 @@ class _StackWithoutBroker(EmbeddedStack):
     Kafka broker, which this run has none of)."""
 
     def check(self) -> dict[str, str]:
-        from memstream.ops.health import check_postgres, check_redis
-
         assert self.endpoints is not None
         return {
             "postgres": check_postgres(self.endpoints.postgres_dsn),
@@ -124,9 +128,6 @@ class _StackWithoutBroker(EmbeddedStack):
 
 
 def build_suites(options: Options, now: datetime) -> list[Suite]:
-    from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
-    from memstream.ops.quality.traps import trap_suite
-
     root = options.datasets or datasets_root()
     suites: list[Suite] = []
     if "traps" in options.suites:
@@ -287,8 +288,6 @@ async def run_suites(
     console: Console,
     gate_questions: Sequence[GateQuestion] = (),
 ) -> list[SuiteRun]:
-    from memstream.ops.local import LocalMemstream
-
     local = await LocalMemstream.start(settings, embedder=embedder)
     runs = []
     try:
@@ -334,8 +333,6 @@ async def run_suites(
 
 def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dict[str, float]]:
     """Build, embed, ingest and ask; returns the runs and the seconds each stage took."""
-    from memstream.ops.migrate import migrate
-    from memstream.services.bootstrap import load_embedder, resolve_model_path
 
     stages: dict[str, float] = {}
     clock = time.perf_counter()
@@ -353,10 +350,11 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         model_cache=base.model_cache,
     )
     clock = time.perf_counter()
-    model = load_embedder(settings)
+    model = bootstrap.load_embedder(settings)
     console.print(f"encoder: {model.encoder}")
     # Cached embeddings are the model's and their kind's: int8 vectors are not fp32 ones.
-    model.cache_tag = f"{resolve_model_path(settings)}|{model.vectors}"  # type: ignore[attr-defined]
+    tag = f"{bootstrap.resolve_model_path(settings)}|{model.vectors}"
+    model.cache_tag = tag  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
     gate_questions = gate_set(suites, options.seed)

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from memstream.services.adapters.embedding import PROBES, model_digest, offline, passes
+from memstream.services.adapters.encoder_common import PROBES, model_digest, offline, passes
 
 log = logging.getLogger(__name__)
 

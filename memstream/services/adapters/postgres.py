@@ -1,25 +1,28 @@
 """PostgresMemoryRepository: the ledger and the immutable versions in PostgreSQL.
 
 Implements ``services.ports.MemoryRepository`` with psycopg 3 (async, pooled). Every event is
-recorded in one transaction, serialised per memory by an advisory lock, idempotent on
-(tenant_id, event_id). Driver errors become ``TransientError`` (retry) or ``AdapterError``.
+recorded in one unit of work (``locked``: one transaction, serialised per memory by an advisory
+lock, idempotent on (tenant_id, event_id)); the ingest handler decides where the event goes
+(``place_event``) and the unit of work stores it. Driver errors become ``TransientError``
+(retry) or ``AdapterError``.
 Must not import handlers or streams.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memstream.services.domain.erasure import erasure_lock_key
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
-from memstream.services.domain.versioning import place_event
+from memstream.services.domain.versioning import Placement
 from memstream.services.ports import (
     AdapterError,
     DeadLetter,
@@ -34,6 +37,11 @@ VERSION_COLUMNS = (
     " event_id, entity_type, entity_id, entities, fact_type, content, attributes, source_system,"
     " status, op, occurred_at, valid_from, valid_to, recorded_at, superseded_at, is_current"
 )
+VERSION_SQL = sql.SQL(VERSION_COLUMNS)  # the same columns, composable (psycopg.sql)
+_CHAIN = sql.SQL("SELECT {} FROM memory_versions WHERE tenant_id = %s AND memory_key = %s").format(
+    VERSION_SQL
+)
+_BY_ID = sql.SQL("SELECT {} FROM memory_versions WHERE version_id = %s").format(VERSION_SQL)
 
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "57P01", "57P02", "57P03", "53300"}
 
@@ -79,6 +87,87 @@ def translate(exc: Exception, what: str) -> AdapterError:
     return AdapterError(f"postgres failed while {what}: {exc}")
 
 
+class PostgresMemoryWrite:
+    """The writes of one unit of work (``PostgresMemoryRepository.locked``): pipelined, sent
+    with the commit."""
+
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        chain: list[MemoryVersion],
+        duplicate: Recorded | None,
+    ) -> None:
+        self._conn = conn
+        self.chain: Sequence[MemoryVersion] = chain
+        self.duplicate = duplicate
+
+    async def save(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, placement: Placement
+    ) -> None:
+        cur = self._conn.cursor()
+        new = placement.version
+        await cur.execute(
+            "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING",
+            (event.tenant_id,),
+        )
+        await cur.execute(
+            "INSERT INTO memory_versions (version_id, tenant_id, memory_key, version,"
+            " parent_id, event_id, entity_type, entity_id, entities, anchors, fact_type,"
+            " content, attributes, search_text, source_system, status, op, occurred_at,"
+            " valid_from, valid_to, recorded_at, superseded_at, is_current)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+            " %s, %s, %s, %s, %s, %s)",
+            (
+                new.version_id,
+                new.tenant_id,
+                new.memory_key,
+                new.version,
+                new.parent_id,
+                new.event_id,
+                new.entity_type,
+                new.entity_id,
+                json.dumps([{"type": a.type, "id": a.id} for a in new.entities]),
+                [f"{a.type}:{a.id}" for a in new.anchors],
+                new.fact_type,
+                new.content,
+                json.dumps(dict(new.attributes)),
+                search_text(new),
+                new.source_system,
+                new.status,
+                new.op.value,
+                new.occurred_at,
+                new.valid_from,
+                new.valid_to,
+                new.recorded_at,
+                new.superseded_at,
+                new.is_current,
+            ),
+        )
+        for old in placement.changed:
+            await cur.execute(
+                "UPDATE memory_versions SET valid_to = %s, is_current = %s,"
+                " superseded_at = %s, index_dirty = true WHERE version_id = %s",
+                (old.valid_to, old.is_current, old.superseded_at, old.version_id),
+            )
+        await cur.execute(
+            "INSERT INTO event_ledger (tenant_id, event_id, memory_key, op, version_id,"
+            ' outcome, topic, "partition", "offset", payload)'
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                event.tenant_id,
+                event.event_id,
+                event.memory_key,
+                event.op.value,
+                new.version_id,
+                placement.outcome,
+                position.topic,
+                position.partition,
+                position.offset,
+                json.dumps(dict(raw), default=str),
+            ),
+        )
+
+
 class PostgresMemoryRepository:
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self._pool = pool
@@ -111,119 +200,58 @@ class PostgresMemoryRepository:
     async def close(self) -> None:
         await self._pool.close()
 
-    async def record(
-        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
-    ) -> Recorded:
+    @contextlib.asynccontextmanager
+    async def locked(self, event: MemoryEvent) -> AsyncIterator[PostgresMemoryWrite]:
+        """One memory's unit of work: its lock, the ledger's answer for the event, its chain.
+
+        Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
+        writes (``save``) and the commit in another (9 round trips → 2 for a new version). A
+        clean exit commits; an exception (``InvalidEvent`` from the decision) rolls back.
+        """
         try:
-            return await self._record(event, raw, position, recorded_at)
+            async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+                yield await self._open(conn, event)
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(
                 exc, f"recording event {event.event_id!r} of {event.tenant_id!r}"
             ) from exc
 
-    async def _record(
-        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, recorded_at: datetime
-    ) -> Recorded:
-        # Pipeline mode: the lock, the ledger check and the chain go in one round trip, the
-        # writes and the commit in another (9 round trips → 2 for a new version).
-        async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
-            # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
-                (erasure_lock_key(event.tenant_id),),
-            )
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"{event.tenant_id}\x1f{event.memory_key}",),
-            )
-            ledger = conn.cursor(row_factory=dict_row)
-            await ledger.execute(
-                "SELECT outcome, version_id::text AS version_id FROM event_ledger"
-                " WHERE tenant_id = %s AND event_id = %s",
-                (event.tenant_id, event.event_id),
-            )
-            versions = conn.cursor(row_factory=dict_row)
-            await versions.execute(
-                f"SELECT {VERSION_COLUMNS} FROM memory_versions"
-                " WHERE tenant_id = %s AND memory_key = %s",
-                (event.tenant_id, event.memory_key),
-            )
-            seen = await ledger.fetchone()
-            chain = [row_to_version(r) for r in await versions.fetchall()]
-            if seen is not None:  # a redelivery: its version, usually in this very chain
-                known = [v for v in chain if str(v.version_id) == seen["version_id"]]
-                if not known:  # the event id was reused with another memory_key
-                    await versions.execute(
-                        f"SELECT {VERSION_COLUMNS} FROM memory_versions WHERE version_id = %s",
-                        (seen["version_id"],),
-                    )
-                    known = [row_to_version(r) for r in await versions.fetchall()]
-                assert known, f"ledger names missing version {seen['version_id']}"
-                return Recorded(known[0], (), seen["outcome"], duplicate=True)
-            placement = place_event(chain, event, recorded_at)  # InvalidEvent → rollback
-            cur = conn.cursor()
-            new = placement.version
-            await cur.execute(
-                "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING",
-                (event.tenant_id,),
-            )
-            await cur.execute(
-                "INSERT INTO memory_versions (version_id, tenant_id, memory_key, version,"
-                " parent_id, event_id, entity_type, entity_id, entities, anchors, fact_type,"
-                " content, attributes, search_text, source_system, status, op, occurred_at,"
-                " valid_from, valid_to, recorded_at, superseded_at, is_current)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-                " %s, %s, %s, %s, %s, %s)",
-                (
-                    new.version_id,
-                    new.tenant_id,
-                    new.memory_key,
-                    new.version,
-                    new.parent_id,
-                    new.event_id,
-                    new.entity_type,
-                    new.entity_id,
-                    json.dumps([{"type": a.type, "id": a.id} for a in new.entities]),
-                    [f"{a.type}:{a.id}" for a in new.anchors],
-                    new.fact_type,
-                    new.content,
-                    json.dumps(dict(new.attributes)),
-                    search_text(new),
-                    new.source_system,
-                    new.status,
-                    new.op.value,
-                    new.occurred_at,
-                    new.valid_from,
-                    new.valid_to,
-                    new.recorded_at,
-                    new.superseded_at,
-                    new.is_current,
-                ),
-            )
-            for old in placement.changed:
-                await cur.execute(
-                    "UPDATE memory_versions SET valid_to = %s, is_current = %s,"
-                    " superseded_at = %s, index_dirty = true WHERE version_id = %s",
-                    (old.valid_to, old.is_current, old.superseded_at, old.version_id),
-                )
-            await cur.execute(
-                "INSERT INTO event_ledger (tenant_id, event_id, memory_key, op, version_id,"
-                ' outcome, topic, "partition", "offset", payload)'
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    event.tenant_id,
-                    event.event_id,
-                    event.memory_key,
-                    event.op.value,
-                    new.version_id,
-                    placement.outcome,
-                    position.topic,
-                    position.partition,
-                    position.offset,
-                    json.dumps(dict(raw), default=str),
-                ),
-            )
-            return Recorded(new, placement.changed, placement.outcome, duplicate=False)
+    async def _open(
+        self, conn: psycopg.AsyncConnection[Any], event: MemoryEvent
+    ) -> PostgresMemoryWrite:
+        # Shared: an erasure of the tenant (exclusive) waits for this event, or it for it.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0))",
+            (erasure_lock_key(event.tenant_id),),
+        )
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            (f"{event.tenant_id}\x1f{event.memory_key}",),
+        )
+        ledger = conn.cursor(row_factory=dict_row)
+        await ledger.execute(
+            "SELECT outcome, version_id::text AS version_id FROM event_ledger"
+            " WHERE tenant_id = %s AND event_id = %s",
+            (event.tenant_id, event.event_id),
+        )
+        versions = conn.cursor(row_factory=dict_row)
+        await versions.execute(_CHAIN, (event.tenant_id, event.memory_key))
+        seen = await ledger.fetchone()
+        chain = [row_to_version(r) for r in await versions.fetchall()]
+        duplicate = None
+        if seen is not None:  # a redelivery: its version, usually in this very chain
+            known = [v for v in chain if str(v.version_id) == seen["version_id"]]
+            if not known:  # the event id was reused with another memory_key
+                await versions.execute(_BY_ID, (seen["version_id"],))
+                known = [row_to_version(r) for r in await versions.fetchall()]
+            assert known, f"ledger names missing version {seen['version_id']}"
+            duplicate = Recorded(known[0], (), seen["outcome"], duplicate=True)
+        return PostgresMemoryWrite(conn, chain, duplicate)
+
+    async def ping(self) -> None:
+        """One round trip (the worker's /health); raises what the pool or driver raises."""
+        async with self._pool.connection() as conn:
+            await conn.execute("SELECT 1")
 
     async def dead_letter(self, letter: DeadLetter) -> None:
         try:
@@ -249,12 +277,14 @@ class PostgresMemoryRepository:
     async def pending_index(
         self, keys: Sequence[tuple[str, str]] | None, limit: int
     ) -> list[IndexTask]:
-        where = "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT' AND erased_at IS NULL"
+        where: sql.Composable = sql.SQL(
+            "(indexed_at IS NULL OR index_dirty) AND op = 'UPSERT' AND erased_at IS NULL"
+        )
         params: list[Any] = []
         if keys is not None:
             if not keys:
                 return []
-            where += (
+            where += sql.SQL(
                 " AND (tenant_id, memory_key) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
             )
             params += [[k[0] for k in keys], [k[1] for k in keys]]
@@ -263,8 +293,10 @@ class PostgresMemoryRepository:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(
-                    f"SELECT {VERSION_COLUMNS}, indexed_at IS NULL AS needs_vector"
-                    f" FROM memory_versions WHERE {where} ORDER BY recorded_at LIMIT %s",
+                    sql.SQL(
+                        "SELECT {}, indexed_at IS NULL AS needs_vector"
+                        " FROM memory_versions WHERE {} ORDER BY recorded_at LIMIT %s"
+                    ).format(VERSION_SQL, where),
                     params,
                 )
                 rows = await cur.fetchall()
@@ -298,11 +330,7 @@ class PostgresMemoryRepository:
         try:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(
-                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
-                    " WHERE tenant_id = %s AND memory_key = %s ORDER BY version",
-                    (tenant_id, memory_key),
-                )
+                await cur.execute(_CHAIN + sql.SQL(" ORDER BY version"), (tenant_id, memory_key))
                 return [row_to_version(r) for r in await cur.fetchall()]
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"reading memory {memory_key!r} of {tenant_id!r}") from exc

@@ -54,14 +54,14 @@ _LEDGER = (
 )
 # A query-log entry is in scope when one of its results is an erased version, or when its request
 # names the subject as a whole word (an anchor, the user it was asked about, the question text).
-_QUERY_LOG_SCOPE = (
+_QUERY_LOG_SCOPE = sql.SQL(
     " FROM query_log q WHERE q.tenant_id = %(tenant)s AND NOT q.reply ? 'redacted_by' AND ("
     " EXISTS (SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(q.reply -> 'results')"
     " WHEN 'array' THEN q.reply -> 'results' ELSE '[]'::jsonb END) AS r"
     " WHERE r ->> 'version_id' = ANY(%(ids)s::text[]))"
     " OR (%(pattern)s::text <> '' AND q.request::text ~ %(pattern)s))"
 )
-_REDACT_QUERY_LOG = (
+_REDACT_QUERY_LOG = sql.SQL(
     "UPDATE query_log q SET request = jsonb_build_object('request_id', q.request_id,"
     " 'redacted_by', %(erasure)s::text),"
     " reply = jsonb_build_object('request_id', q.request_id, 'status', q.status,"
@@ -69,11 +69,11 @@ _REDACT_QUERY_LOG = (
     " coalesce((SELECT jsonb_agg(r -> 'version_id')"
     " FROM jsonb_array_elements(CASE jsonb_typeof(q.reply -> 'results') WHEN 'array'"
     " THEN q.reply -> 'results' ELSE '[]'::jsonb END) AS r), '[]'::jsonb))"
-    " WHERE q.id IN (SELECT q.id" + _QUERY_LOG_SCOPE + ")"
-)
+    " WHERE q.id IN (SELECT q.id{scope})"
+).format(scope=_QUERY_LOG_SCOPE)
 # Dead letters of the tenant (or of no known tenant: undecodable bytes) whose event is in scope
 # or whose original bytes / detail name the subject.
-_DEAD_SCOPE = (
+_DEAD_SCOPE = sql.SQL(
     " FROM dead_letters d WHERE (d.tenant_id = %(tenant)s OR d.tenant_id IS NULL) AND ("
     " d.event_id = ANY(%(events)s::text[])"
     " OR strpos(d.detail, %(needle)s) > 0"
@@ -151,8 +151,8 @@ class PostgresErasure:
             }
             dead_params = params | {"needle": needle}
             if dry_run:
-                logged = await _count(conn, "SELECT count(*)" + _QUERY_LOG_SCOPE, params)
-                dead = await _count(conn, "SELECT count(*)" + _DEAD_SCOPE, dead_params)
+                logged = await _count(conn, sql.SQL("SELECT count(*)") + _QUERY_LOG_SCOPE, params)
+                dead = await _count(conn, sql.SQL("SELECT count(*)") + _DEAD_SCOPE, dead_params)
             else:
                 await conn.execute(
                     "UPDATE memory_versions AS m SET content = '', attributes = '{}',"
@@ -194,7 +194,7 @@ class PostgresErasure:
                     ),
                 )
                 logged = (await conn.execute(_REDACT_QUERY_LOG, params)).rowcount
-                dead = (await conn.execute("DELETE" + _DEAD_SCOPE, dead_params)).rowcount
+                dead = (await conn.execute(sql.SQL("DELETE") + _DEAD_SCOPE, dead_params)).rowcount
             counts = ErasureCounts(
                 memories=len({r["memory_key"] for r in versions}),
                 versions=len(versions),
@@ -298,6 +298,6 @@ class PostgresErasure:
             raise translate(exc, f"reading the erasure log of {tenant_id!r}") from exc
 
 
-async def _count(conn: psycopg.AsyncConnection[Any], query: str, params: Any) -> int:
+async def _count(conn: psycopg.AsyncConnection[Any], query: sql.Composed, params: Any) -> int:
     row = await (await conn.execute(query, params)).fetchone()
     return int(row[0]) if row is not None else 0

@@ -30,7 +30,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
+from memstream.services.adapters.postgres import VERSION_SQL, row_to_version, translate
 from memstream.services.domain.lexicon import exact_terms
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.ports import KeywordHit, VectorFilter
@@ -416,8 +416,10 @@ class PostgresMemoryQueries:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(
-                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
-                    " WHERE tenant_id = %s AND version_id = ANY(%s::uuid[])",
+                    sql.SQL(
+                        "SELECT {} FROM memory_versions"
+                        " WHERE tenant_id = %s AND version_id = ANY(%s::uuid[])"
+                    ).format(VERSION_SQL),
                     (tenant_id, list(ids)),
                 )
                 rows = await cur.fetchall()
@@ -435,8 +437,10 @@ class PostgresMemoryQueries:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
                 await cur.execute(
-                    f"SELECT {VERSION_COLUMNS} FROM memory_versions"
-                    " WHERE tenant_id = %s AND memory_key = ANY(%s) ORDER BY memory_key, version",
+                    sql.SQL(
+                        "SELECT {} FROM memory_versions WHERE tenant_id = %s"
+                        " AND memory_key = ANY(%s) ORDER BY memory_key, version"
+                    ).format(VERSION_SQL),
                     (tenant_id, keys),
                 )
                 rows = await cur.fetchall()

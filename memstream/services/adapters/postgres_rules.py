@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -24,11 +25,31 @@ from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
 
 KINDS = ("half_life", "authority")
+# The version columns of ``m`` (memory_versions) next to its scores.
+_M_COLUMNS = sql.SQL(", ").join(
+    sql.SQL("m." + column.strip()) for column in VERSION_COLUMNS.split(",")
+)
+_DUE = sql.SQL(
+    "SELECT {}, s.recency AS s_recency, s.state AS s_state,"
+    " s.effective_status AS s_status, s.scored_at AS s_scored_at"
+    " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
+    " WHERE m.is_current AND (s.scored_at IS NULL OR s.scored_at < %s)"
+    " ORDER BY s.scored_at NULLS FIRST, m.version_id LIMIT %s"
+).format(_M_COLUMNS)
 
 
 class PostgresRules:
     def __init__(self, pool: AsyncConnectionPool[Any]) -> None:
         self._pool = pool
+
+    async def tenants(self) -> list[str]:
+        """Every tenant with a memory (or rules set ahead of its first event)."""
+        try:
+            async with self._pool.connection() as conn:
+                rows = await (await conn.execute("SELECT tenant_id FROM tenants")).fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, "reading the tenants") from exc
+        return [str(r[0]) for r in rows]
 
     async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
         """{"half_life": {fact_type: seconds}, "authority": {source: value}} for the tenant."""
@@ -69,15 +90,7 @@ class PostgresRules:
         try:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(
-                    f"SELECT {', '.join('m.' + c.strip() for c in VERSION_COLUMNS.split(','))},"
-                    " s.recency AS s_recency, s.state AS s_state,"
-                    " s.effective_status AS s_status, s.scored_at AS s_scored_at"
-                    " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
-                    " WHERE m.is_current AND (s.scored_at IS NULL OR s.scored_at < %s)"
-                    " ORDER BY s.scored_at NULLS FIRST, m.version_id LIMIT %s",
-                    (stale_before, limit),
-                )
+                await cur.execute(_DUE, (stale_before, limit))
                 rows = await cur.fetchall()
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, "listing versions due for rescoring") from exc

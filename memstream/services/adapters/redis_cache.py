@@ -1,4 +1,4 @@
-"""``Cache`` on Redis (``redis.asyncio``): embeddings, per-tenant replies and trust components.
+"""``Cache`` on Redis (``redis.asyncio``): embeddings and per-tenant replies.
 
 Key layout (``ns`` is the namespace; hashes are lowercase hex sha256, ``h32`` its first 32 chars;
 ``q()`` is ``urllib.parse.quote(s, safe="")``, so no key part can contain ``:``):
@@ -9,7 +9,6 @@ Key layout (``ns`` is the namespace; hashes are lowercase hex sha256, ``h32`` it
   ``_GEN_TTL_S``, refreshed by each invalidation).
 * ``{ns}:reply:{h32(tenant_id)}:{generation}:{sha256(request_key)}`` → the reply bytes
   (``reply_ttl_s``).
-* ``{ns}:trust:{q(version_id)}`` → compact JSON ``{"component": float, ...}`` (``trust_ttl_s``).
 
 Replies: ``get_reply`` is one round trip (a Lua script reads the generation and the reply key built
 from it); ``invalidate_tenant`` is O(1) (INCR of the generation). A missing generation is created
@@ -36,11 +35,10 @@ Must not import ``services.handlers`` nor ``streams``: only the ports, the stdli
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
@@ -56,7 +54,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-KINDS: Final = ("embedding", "reply", "trust")
+KINDS: Final = ("embedding", "reply")
 _WARN_EVERY_S: Final = 30.0
 _GEN_TTL_S: Final = 7 * 86400.0
 _PENDING_MAX: Final = 10_000
@@ -132,7 +130,6 @@ class RedisCache:
         namespace: str = "ms",
         reply_ttl_s: float = 30.0,
         embedding_ttl_s: float = 86400.0,
-        trust_ttl_s: float = 300.0,
         model_id: str = "default",
         breaker_s: float = 2.0,
     ) -> None:
@@ -143,7 +140,6 @@ class RedisCache:
         self._emb_prefix = f"{namespace}:emb:{quote(model_id, safe='', errors='surrogatepass')}:"
         self._reply_ms = _ms(reply_ttl_s)
         self._embedding_ms = _ms(embedding_ttl_s)
-        self._trust_ms = _ms(trust_ttl_s)
         self._gen_ms = _ms(max(_GEN_TTL_S, 10 * reply_ttl_s))
         self._breaker_s = breaker_s
         self._get_reply = client.register_script(_GET_REPLY_LUA)
@@ -234,8 +230,8 @@ class RedisCache:
 
     async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
         """Erasure: bump the generation (no reply computed before can be stored after), then
-        DELETE every reply key of the tenant (SCAN, every generation) and the trust keys of
-        ``version_ids``. Unlike the other calls this one raises ``AdapterError`` on failure."""
+        DELETE every reply key of the tenant (SCAN, every generation); nothing else of a version is
+        cached. Unlike the other calls this one raises ``AdapterError`` on failure."""
         tenant_h = _sha(tenant_id)[:32]
         pattern = (
             "".join("\\" + c if c in "\\*?[]" else c for c in self._reply_prefix(tenant_h)) + "*"
@@ -251,49 +247,11 @@ class RedisCache:
                     batch = []
             if batch:
                 deleted += int(await self._client.delete(*batch))
-            trust = self._trust_keys(list(version_ids))
-            for start in range(0, len(trust), 500):
-                deleted += int(await self._client.delete(*trust[start : start + 500]))
         except (redis.RedisError, OSError) as exc:
             raise AdapterError(
                 f"cannot purge the cached replies of tenant {tenant_id!r}: {exc}"
             ) from exc
         return deleted
-
-    # -- trust ------------------------------------------------------------------------------
-
-    async def get_trust(self, version_ids: Sequence[str]) -> dict[str, dict[str, float]]:
-        ids = list(dict.fromkeys(version_ids))
-        if not ids:
-            return {}
-        values = await self._run("trust", lambda: self._client.mget(self._trust_keys(ids)))
-        if isinstance(values, _Failed):
-            return {}
-        found: dict[str, dict[str, float]] = {}
-        for version_id, raw in zip(ids, values, strict=True):
-            decoded = _decode_trust(raw) if isinstance(raw, bytes) else None
-            if decoded is None:
-                self.misses["trust"] += 1
-            else:
-                self.hits["trust"] += 1
-                found[version_id] = decoded
-        return found
-
-    async def put_trust(self, components: Mapping[str, Mapping[str, float]]) -> None:
-        if not components:
-            return
-        items = [
-            (key, json.dumps({k: float(v) for k, v in comp.items()}, separators=(",", ":")))
-            for key, comp in zip(self._trust_keys(components), components.values(), strict=True)
-        ]
-
-        async def write() -> None:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for key, value in items:
-                    pipe.set(key, value, px=self._trust_ms)
-                await pipe.execute()
-
-        await self._run("trust", write)
 
     async def close(self) -> None:
         try:
@@ -311,11 +269,6 @@ class RedisCache:
 
     def _reply_prefix(self, tenant_h: str) -> str:
         return f"{self._ns}:reply:{tenant_h}:"
-
-    def _trust_keys(self, version_ids: Sequence[str] | Mapping[str, Any]) -> list[str]:
-        return [
-            f"{self._ns}:trust:{quote(v, safe='', errors='surrogatepass')}" for v in version_ids
-        ]
 
     async def _run(self, kind: str, call: Callable[[], Awaitable[T]]) -> T | _Failed:
         """``call()``, or ``_FAILED`` when the breaker is open or Redis fails (logged, counted)."""
@@ -358,16 +311,3 @@ class RedisCache:
             )
         else:
             log.debug("Redis cache %s for %s: %r", what, kind, exc)
-
-
-def _decode_trust(raw: bytes) -> dict[str, float] | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    try:
-        return {str(k): float(v) for k, v in value.items()}
-    except (TypeError, ValueError):
-        return None

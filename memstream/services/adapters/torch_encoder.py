@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memstream.services.adapters.embedding import PROBES, offline, passes
+from memstream.services.adapters.encoder_common import PROBES, offline, passes
 from memstream.services.ports import AdapterError
 
 log = logging.getLogger(__name__)

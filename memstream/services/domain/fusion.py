@@ -1,8 +1,8 @@
 """Fusion: small pure functions that turn retriever scores into one relevance, and the final score.
 
 - ``rrf``: reciprocal rank fusion of ranked id lists (for merging retrievers' lists by rank).
-- ``normalise``: min-max into [0, 1]; ``scale_to_unit``: divide by the maximum only when it
-  exceeds 1 (what ranking uses, see ``ranking``).
+- ``scale_to_unit``: divide by the maximum only when it exceeds 1 (what ranking uses, see
+  ``ranking``).
 - ``fusion_weights``: vector / keyword / metadata weights adapted to the request: an explicit
   time window makes the metadata (time-fit) weight grow; exact attributes ("XR-500", "USB-C",
   ids, numbers, quoted strings) make the keyword weight grow with their count; vague anaphora
@@ -20,7 +20,7 @@ Pure. Must not import any I/O library.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memstream.services.domain.errors import DomainError
@@ -35,7 +35,6 @@ __all__ = [
     "final_score",
     "fuse",
     "fusion_weights",
-    "normalise",
     "query_features",
     "rrf",
     "scale_to_unit",
@@ -66,17 +65,6 @@ def rrf(
             seen.add(item)
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return dict(sorted(scores.items(), key=lambda pair: (-pair[1], pair[0])))
-
-
-def normalise(scores: Mapping[str, float]) -> dict[str, float]:
-    """Min-max into [0, 1]; when all scores are equal, each becomes 1 (0 if they are all ≤ 0)."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if high == low:
-        flat = 1.0 if high > 0 else 0.0
-        return dict.fromkeys(scores, flat)
-    return {key: (value - low) / (high - low) for key, value in scores.items()}
 
 
 def scale_to_unit(scores: Iterable[float]) -> float:

@@ -1,13 +1,14 @@
 """handle_ingest: raw memory-event messages → ledger + immutable versions, or dead letters.
 
-For each message, in order: decode, validate, record in one Postgres transaction (idempotent on
-event_id; transient database failures are retried until they pass, never dead-lettered), then
-hand the touched memories to the indexer. A message that can never be ingested goes to the
-dead-letter table and topic with a machine-readable reason and its original bytes. An
-``op: ERASE`` message is not an event to record: it goes to the injected eraser (a replay has
-none and skips it), and a malformed one is dead-lettered as ``invalid_erasure``. Nothing
-escapes ``handle_batch`` except cancellation: the agent loop that calls it must never ack a
-message that was not dealt with.
+For each message, in order: decode, validate, record in one unit of work (``record_event``: the
+repository locks the memory and reads its chain, ``place_event`` decides, the repository
+stores; idempotent on event_id; transient database failures are retried until they pass, never
+dead-lettered), then hand the touched memories to the indexer. A message that can never be
+ingested goes to the dead-letter table and topic with a machine-readable reason and its
+original bytes. An ``op: ERASE`` message is not an event to record: it goes to the injected
+eraser (a replay has none and skips it), and a malformed one is dead-lettered as
+``invalid_erasure``. Nothing escapes ``handle_batch`` except cancellation: the agent loop that
+calls it must never ack a message that was not dealt with.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.identity import AuthError, Forbidden, Principal, Role
+from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
+from memstream.services.domain.versioning import place_event
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
 from memstream.services.handlers.retry import Backoff, retrying
@@ -93,6 +96,27 @@ class BatchReport:
         return sum(1 for r in self.recorded if r.duplicate)
 
 
+async def record_event(
+    repo: MemoryRepository,
+    event: MemoryEvent,
+    raw: Mapping[str, Any],
+    position: Position,
+    recorded_at: datetime,
+) -> Recorded:
+    """Record one valid event: ledger + new version + derived changes in one unit of work.
+
+    The repository locks the memory and reads its chain; the domain decides where the event
+    goes (``place_event``; ``InvalidEvent`` rolls the unit back); the repository stores it.
+    Idempotent on event_id: a redelivery returns what was recorded then (``duplicate``).
+    """
+    async with repo.locked(event) as work:
+        if work.duplicate is not None:
+            return work.duplicate
+        placement = place_event(work.chain, event, recorded_at)
+        await work.save(event, raw, position, placement)
+    return Recorded(placement.version, placement.changed, placement.outcome, duplicate=False)
+
+
 class Ingestor:
     def __init__(
         self,
@@ -154,8 +178,12 @@ class Ingestor:
             event = validate_event(raw, envelope.received_at or self._clock())
             recorded = await retrying(
                 f"recording event {event.event_id!r}",
-                lambda: self._repo.record(
-                    event, raw or {}, envelope.position, envelope.received_at or self._clock()
+                lambda: record_event(
+                    self._repo,
+                    event,
+                    raw or {},
+                    envelope.position,
+                    envelope.received_at or self._clock(),
                 ),
                 self._backoff,
             )

@@ -2,8 +2,8 @@
 
 Bounded per run, incremental (only versions whose scores are older than ``period``; only
 material changes are propagated), and safe on several workers at once (guarded writes). A
-change updates Postgres, the vector payload (recency, effective_status) and the Redis trust
-cache, and is announced on the scores topic. Rules are read per tenant at run time.
+change updates Postgres and the vector payload (recency, effective_status), and is announced
+on the scores topic. Rules are read per tenant at run time.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memstream.services.domain.decay import DEFAULT_DECAY
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores, is_material, time_scores
 from memstream.services.domain.trust import DEFAULT_STATE_RULES
-from memstream.services.ports import Cache, RulesRepository, VectorIndex
+from memstream.services.ports import RulesRepository, VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,6 @@ class Rescorer:
         self,
         rules: RulesRepository,
         index: VectorIndex,
-        cache: Cache,
         announce: Callable[[MemoryVersion, TimeScores, datetime], Awaitable[None]],
         clock: Callable[[], datetime],
         *,
@@ -41,7 +40,6 @@ class Rescorer:
     ) -> None:
         self._rules = rules
         self._index = index
-        self._cache = cache
         self._announce = announce
         self._clock = clock
         self._period = period
@@ -94,9 +92,6 @@ class Rescorer:
                     (v.version_id, {"recency": s.recency, "effective_status": s.effective_status})
                     for v, s in items
                 ],
-            )
-            await self._cache.put_trust(
-                {v.version_id: {"recency": s.recency, "state": s.state} for v, s in items}
             )
         for version, scores in changed:
             await self._announce(version, scores, now)
