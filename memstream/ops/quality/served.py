@@ -86,15 +86,13 @@ async def _ask(
 
 def ask_served(
     settings: Settings, suite: Suite, concurrency: int, *, anchors: bool
-) -> tuple[list[list[str]], list[list[dict[str, Any]]], int]:
-    """Every question of ``suite`` through Kafka: rankings (version ids), replies, errors."""
-    from memstream.ops.quality.runner import _trim
-
+) -> tuple[list[list[str]], int]:
+    """Every question of ``suite`` through Kafka: rankings (version ids) and error replies."""
     requests = [served_request(q, suite.limit, anchors=anchors) for q in suite.questions]
     replies = asyncio.run(_ask(settings, requests, concurrency))
     errors = sum(1 for r in replies if r.get("status") != "ok")
-    trimmed = [[_trim(x) for x in r.get("results") or []] for r in replies]
-    return [[x["version_id"] for x in rs] for rs in trimmed], trimmed, errors
+    ranked = [[str(x["version_id"]) for x in r.get("results") or []] for r in replies]
+    return ranked, errors
 
 
 def run_served(
@@ -103,7 +101,7 @@ def run_served(
     """Publish ``suite``'s events to a fresh stack + worker, then ask its questions twice (with
     and without anchors). Returns rankings per system, seconds per stage, dead letters and error
     replies."""
-    from memstream.ops.bench import publish_events, start_worker
+    from memstream.ops.bench_kit import publish_events, start_worker
     from memstream.ops.ingest_status import wait_for
     from memstream.ops.stack import EmbeddedStack
     from memstream.ops.up import prepare
@@ -149,9 +147,7 @@ def run_served(
             for name, anchors in ((SERVED, True), (SERVED_BARE, False)):
                 console.print(f"  asking {len(suite.questions)} questions through Kafka ({name})")
                 clock = time.perf_counter()
-                rankings[name], _, failed = ask_served(
-                    resolved, suite, concurrency, anchors=anchors
-                )
+                rankings[name], failed = ask_served(resolved, suite, concurrency, anchors=anchors)
                 errors += failed
                 seconds[f"served: questions ({name})"] = time.perf_counter() - clock
         finally:
