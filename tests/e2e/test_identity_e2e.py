@@ -6,7 +6,9 @@ reply topics, every probe is answered with an error or refused."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 import time
 import uuid
 from collections import Counter
@@ -19,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from memstream.schemas import codec, envelope
-from memstream.streams.client import MemoryClient
+from memstream.streams.client import MemoryClient, RetrievalTimeout
 from tests.conftest import unique
 from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
 from tests.e2e.processes import Process
@@ -81,7 +83,7 @@ async def _read_all(broker: str, topics: list[str]) -> list[Any]:
 
 
 def test_attacks_through_the_broker_find_no_way_in(stack: Any) -> None:
-    setup, _ = stack
+    setup, worker = stack
     topics = setup.topics
     acme, globex = unique("acme-"), unique("globex-")
     secrets = {
@@ -120,7 +122,7 @@ def test_attacks_through_the_broker_find_no_way_in(stack: Any) -> None:
             acme, "agent", expires_at=datetime.now(UTC) - timedelta(seconds=1)
         )
     )
-    found = asyncio.run(_attack(setup, agents, producer_key, expired_key, secrets))
+    found = asyncio.run(_attack(setup, agents, producer_key, expired_key, secrets, worker.proc.pid))
     print("identity e2e:", {k: v for k, v in found.items() if k != "leaked"})  # for reports
     assert found["genuine_ok"] == 2 * 20, found
     assert found["accepted_forgeries"] == 0, found
@@ -153,6 +155,7 @@ async def _attack(
     producer_key: str,
     expired_key: str,
     secrets: dict[str, list[str]],
+    worker_pid: int,
 ) -> dict[str, Any]:
     topics = setup.topics
     acme, globex = list(agents)
@@ -245,6 +248,16 @@ async def _attack(
             captured_reply = await _last_reply(setup)
             if captured_reply is not None:
                 captured.append(captured_reply)
+        # A fast worker answers before the forger does. With the worker paused, the forger's
+        # replies are the only ones while the request waits: each is rejected, none accepted.
+        os.kill(worker_pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(RetrievalTimeout):
+                await clients[acme].retrieve(
+                    "what is the vault code?", acme, force=True, timeout=4.0
+                )
+        finally:
+            os.kill(worker_pid, signal.SIGCONT)
         forged_seen = sum(c.forged_replies for c in clients.values())
     finally:
         forging.cancel()
