@@ -21,9 +21,9 @@ from aiokafka import AIOKafkaProducer
 
 from memstream.schemas import codec, envelope
 from memstream.services.domain.errors import InvalidEvent
-from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Topics
+from memstream.streams.records import event_key, event_record
 
 
 class PublishError(Exception):
@@ -44,25 +44,6 @@ class Rejected:
 class Published:
     sent: list[tuple[str, str]] = field(default_factory=list)  # (tenant_id, event_id)
     rejected: list[Rejected] = field(default_factory=list)
-
-
-def event_record(event: MemoryEvent) -> dict[str, Any]:
-    """A validated event as the Avro ``memstream.MemoryEvent`` record."""
-    return {
-        "event_id": event.event_id,
-        "tenant_id": event.tenant_id,
-        "memory_key": event.memory_key,
-        "entity_type": event.entity_type,
-        "entity_id": event.entity_id,
-        "entities": [{"type": a.type, "id": a.id} for a in event.entities],
-        "fact_type": event.fact_type,
-        "content": event.content,
-        "attributes": dict(event.attributes),
-        "source_system": event.source_system,
-        "status": event.status,
-        "occurred_at": event.occurred_at,
-        "op": event.op.value,
-    }
 
 
 class EventPublisher:
@@ -138,7 +119,7 @@ class EventPublisher:
                 )
                 continue
             value = codec.encode("MemoryEvent", event_record(event))
-            key = f"{event.tenant_id}|{event.memory_key}".encode()
+            key = event_key(event)
             headers = self._signer.headers(value, event.event_id, int(time.time() * 1000))
             sent = await self._producer.send(
                 self._topics.events, value=value, key=key, headers=headers
