@@ -74,6 +74,8 @@ def print_reply(reply: dict[str, Any]) -> None:
     if not reply["results"]:
         if status == "ok":
             out.print("no memory matches")
+        elif status == "skipped":
+            out.print("not answered from memory: ask again with --force to retrieve anyway")
         return
     table = Table(show_lines=True)
     for column in (

@@ -89,6 +89,14 @@ def test_ask_prints_the_request_id_and_takes_a_date(stack: Any) -> None:
     assert logged["request"]["as_of"].startswith("2026-06-01T00:00:00")
 
 
+def test_a_skipped_question_says_how_to_force(stack: Any) -> None:
+    setup, tenant = stack
+    result = run_cli(["ask", "tell me a joke", "--tenant", tenant], env(setup, tenant))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("skipped · gate skip: "), result.stdout
+    assert "ask again with --force" in result.stdout
+
+
 def test_usage_errors_exit_2_with_a_suggestion(stack: Any) -> None:
     setup, tenant = stack
     flag = run_cli(["ask", "hello", "--tenat", tenant], env(setup, tenant))
