@@ -99,15 +99,21 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
     async def revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         # A consumer-group membership change: every partition stops until it is assigned
         # again (with Tansu, up to the session timeout + its join hold: requests wait).
+        # A worker's first join revokes nothing: routine, so INFO; a running worker losing its
+        # partitions is what an operator looks for when requests stall.
         rebalance["started"] = time.monotonic()
-        log.warning("consumer group rebalance: %d partitions revoked", len(revoked))
+        rebalance["held"] = float(len(revoked))
+        level = logging.WARNING if revoked else logging.INFO
+        log.log(level, "consumer group rebalance: %d partitions revoked", len(revoked))
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
         started = rebalance.pop("started", None)
+        level = logging.WARNING if rebalance.pop("held", 0.0) else logging.INFO
         paused = f" after {time.monotonic() - started:.1f}s without partitions" if started else ""
         requests = sum(1 for tp in assigned if tp.topic == runtime.settings.topics.requests)
-        log.warning(
+        log.log(
+            level,
             "consumer group rebalance: %d partitions assigned (%d of the requests topic)%s",
             len(assigned), requests, paused,
         )  # fmt: skip

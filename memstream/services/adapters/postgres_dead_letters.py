@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from memstream.services.ports import AdapterError
+from memstream.services.adapters.postgres_status import SyncPostgres
 
 _SELECT = sql.SQL(
     'SELECT id, failed_at, reason, detail, tenant_id, event_id, topic, "partition", "offset",'
@@ -23,26 +22,7 @@ _SELECT = sql.SQL(
 _REDRIVEN = sql.SQL("UPDATE dead_letters SET redriven_at = clock_timestamp() WHERE id = ANY(%s)")
 
 
-class PostgresDeadLetters:
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
-
-    @classmethod
-    def connect(cls, dsn: str) -> PostgresDeadLetters:
-        try:
-            return cls(psycopg.connect(dsn, autocommit=True))
-        except psycopg.Error as exc:
-            raise AdapterError(f"postgres unreachable: {exc}") from exc
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> PostgresDeadLetters:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
+class PostgresDeadLetters(SyncPostgres):
     def find(
         self,
         ids: Sequence[int] | None = None,

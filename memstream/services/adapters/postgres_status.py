@@ -9,7 +9,7 @@ import handlers or streams.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import psycopg
 from psycopg import sql
@@ -52,12 +52,14 @@ def server_version(dsn: str, timeout: float) -> str:
     return str(row[0]) if row else "?"
 
 
-class PostgresStatus:
+class SyncPostgres:
+    """One autocommit connection for a command-line tool's short reads and writes."""
+
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
 
     @classmethod
-    def connect(cls, dsn: str) -> PostgresStatus:
+    def connect(cls, dsn: str) -> Self:
         try:
             return cls(psycopg.connect(dsn, autocommit=True))
         except psycopg.Error as exc:
@@ -66,12 +68,14 @@ class PostgresStatus:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> PostgresStatus:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+class PostgresStatus(SyncPostgres):
     def ingested(self, idents: Sequence[Ident], *, migrated: bool = True) -> set[Ident]:
         """Those of ``idents`` versioned and indexed (or retracted). ``migrated=False``: a
         database not migrated yet holds none (instead of an error)."""
