@@ -36,8 +36,14 @@ def gateway(settings: Settings, *, host: str, port: int) -> int:
             "stop what uses it, or pass --port / set MEMSTREAM_GATEWAY_PORT to a free port",
         )
     doors = Doors(resolved)
+    # No access log at any level: /ui/login carries a credential in its query string.
     config = uvicorn.Config(
-        create_app(doors), host=host, port=port, log_level="warning", lifespan="on"
+        create_app(doors),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
     )
     server = uvicorn.Server(config)
 
