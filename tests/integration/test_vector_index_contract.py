@@ -517,6 +517,31 @@ async def test_edge_data_survives_close_and_reopen(
         await QdrantEdgeIndex(root, DIM * 2).count(tenant)
 
 
+async def test_edge_keeps_at_most_max_open_shards_and_reopens_the_evicted(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    # Every open shard holds memory maps, bounded per process (vm.max_map_count): a worker
+    # serving many tenants closes the least recently used idle shard instead of failing opens.
+    root = tmp_path / "vectors"
+    index = QdrantEdgeIndex(root, DIM, max_open=2)
+    tenants = [new_tenant() for _ in range(5)]
+    written = {t: [point(unit(rng)) for _ in range(6)] for t in tenants}
+    try:
+        await asyncio.gather(*(index.upsert(t, written[t]) for t in tenants))
+        assert index.open_shards <= 2
+        for _ in range(2):  # each pass evicts and reopens every tenant
+            for tenant in tenants:
+                assert await index.point_ids(tenant) == {p.id for p in written[tenant]}
+                assert index.open_shards <= 2
+        counts = await asyncio.gather(*(index.count(t) for t in tenants * 3))
+        assert counts == [6] * 15
+        assert index.open_shards <= 2
+    finally:
+        await index.close()
+    with pytest.raises(ValueError, match="max_open"):
+        QdrantEdgeIndex(root, DIM, max_open=0)
+
+
 def raw_count(root: Path, needle: bytes) -> int:
     """How many times ``needle`` occurs in the bytes of every file under ``root``."""
     return sum(f.read_bytes().count(needle) for f in root.rglob("*") if f.is_file())

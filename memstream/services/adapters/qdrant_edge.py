@@ -1,8 +1,10 @@
 """``VectorIndex`` on Qdrant Edge: the Qdrant engine in-process, one shard directory per tenant.
 
 Each tenant's shard lives in ``root_dir / shard_dir_name(tenant_id)`` (a readable slug plus a
-hash of the exact id), is opened lazily on first use and cached until :meth:`close` or
-:meth:`drop_tenant`. The engine is synchronous: every call runs in a worker thread
+hash of the exact id), is opened lazily on first use and kept open until :meth:`close`,
+:meth:`drop_tenant` or, beyond ``max_open`` open shards, until it is the least recently used
+idle one (``MAX_OPEN_SHARDS``: every open shard holds memory maps, which Linux bounds per
+process). The engine is synchronous: every call runs in a worker thread
 (``asyncio.to_thread``) under that shard's lock, so concurrent async callers are serialised per
 shard and the event loop never blocks. Reads of an unknown tenant create nothing.
 
@@ -33,6 +35,7 @@ import fcntl
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +55,12 @@ from memstream.services.ports import AdapterError, VectorFilter, VectorHit, Vect
 T = TypeVar("T")
 
 _CONFIG_FILE = "edge_config.json"
+# Open shards at most; the least recently used idle one is closed beyond it. Every open shard
+# maps its segments and payload indexes (~70 memory maps each, measured on qdrant-edge-py
+# 0.9.0), and Linux allows a process 65,530 (vm.max_map_count): with a shard per tenant, a
+# worker that had touched ~350 tenants failed every further open with "Cannot allocate memory
+# (os error 12)" (the quality bench's 400+ SGD tenants). Reopening a shard costs ~5 ms.
+MAX_OPEN_SHARDS = 128
 _SCROLL_PAGE = 1024
 # See the module docstring: a plain ``True`` would be sent to the engine as the integer 1.
 _TRUE = cast("bool", np.bool_(True))
@@ -90,16 +99,26 @@ class _Shard:
 class QdrantEdgeIndex:
     """One Qdrant Edge shard per tenant under ``root_dir``; cosine distance."""
 
-    def __init__(self, root_dir: Path, dimension: int, *, flush_writes: bool = True) -> None:
+    def __init__(
+        self,
+        root_dir: Path,
+        dimension: int,
+        *,
+        flush_writes: bool = True,
+        max_open: int = MAX_OPEN_SHARDS,
+    ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
+        if max_open < 1:
+            raise ValueError(f"max_open must be at least 1, got {max_open}")
+        self._max_open = max_open
         self._root = Path(root_dir)
         self._dimension = dimension
         self._flush_writes = flush_writes
         self._config = qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
         )
-        self._shards: dict[str, _Shard] = {}
+        self._shards: OrderedDict[str, _Shard] = OrderedDict()  # least recently used first
         self._registry_lock = asyncio.Lock()
 
     @property
@@ -355,15 +374,36 @@ class QdrantEdgeIndex:
                     continue
                 return await asyncio.to_thread(_call, tenant_id, what, shard, fn)
 
+    @property
+    def open_shards(self) -> int:
+        return len(self._shards)
+
     async def _shard(self, tenant_id: str, *, create: bool) -> _Shard:
         shard = self._shards.get(tenant_id)
         if shard is not None:
+            self._shards.move_to_end(tenant_id)
             return shard
         async with self._registry_lock:
             shard = self._shards.get(tenant_id)
             if shard is None:
+                await self._evict_idle()
                 shard = await asyncio.to_thread(self._open_and_register, tenant_id, create)
             return shard
+
+    async def _evict_idle(self) -> None:
+        """Close least recently used shards no call is using until one more may open (called
+        under the registry lock). A caller that fetched an evicted shard finds it closed and
+        opens it again (``_run``); if every open shard is busy, the limit waits for none."""
+        for tenant_id in list(self._shards):
+            if len(self._shards) < self._max_open:
+                return
+            shard = self._shards[tenant_id]
+            if shard.lock.locked():
+                continue
+            async with shard.lock:
+                shard.closed = True
+                del self._shards[tenant_id]
+                await asyncio.to_thread(_close_engine, tenant_id, shard)
 
     def _open_and_register(self, tenant_id: str, create: bool) -> _Shard:
         # Registered from the thread: a caller cancelled meanwhile must not leak an open
