@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memstream.services.domain.matters import (
     RELEVANCE_SHARE,
     SETTLED_CAP,
+    asks_about_a_problem,
     asks_current_state,
 )
 from memstream.services.domain.model import Anchor
@@ -148,3 +149,76 @@ def test_settled_never_above_a_comparably_relevant_open_matter(
     if by_id["o"].scores.fused >= RELEVANCE_SHARE * by_id["s"].scores.fused:
         assert ranked[0].candidate.version_id == "o"
         assert by_id["s"].scores.final <= SETTLED_CAP * by_id["o"].scores.final + 1e-12
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        ("what was wrong with my coffee grinder?", True),
+        ("the issue with my last order", True),
+        ("why did my kettle stop working? it stopped working twice", True),
+        ("my jug arrived damaged", True),
+        ("我的耳机出了什么问题", True),
+        ("which grinder did I order?", False),
+        ("what did I return last month?", False),
+        ("is my case still open?", False),
+    ],
+)
+def test_asks_about_a_problem(query: str, problem: bool) -> None:
+    assert asks_about_a_problem(query) is problem
+
+
+def test_the_complaint_answers_what_was_wrong_before_the_order_and_the_return() -> None:
+    # The customer's three records of one grinder: equally relevant by text, and the order and
+    # the return come from the ERP (authority 1.0, against ticketing's 0.85).
+    order = matter("order", 0.58, "active", age=timedelta(days=9), fact_type="order", source="erp")
+    ret = matter("return", 0.61, "active", age=timedelta(days=8), fact_type="return", source="erp")
+    complaint = matter("complaint", 0.62, "active", age=timedelta(days=10), fact_type="complaint")
+    request = ask("what was wrong with my coffee grinder?")
+    ranked = score_candidates(request, [order, ret, complaint], NOW)
+    assert ranked[0].candidate.version_id == "complaint"
+    plain = score_candidates(ask("tell me about my coffee grinder"), [order, ret, complaint], NOW)
+    assert plain[0].candidate.version_id != "complaint"  # the rule, not the scores, decided
+
+
+def test_another_customers_complaint_does_not_cap_my_order() -> None:
+    mine = matter("mine", 0.7, "active", age=timedelta(days=3), fact_type="order", source="erp")
+    theirs = matter(
+        "theirs", 0.6, "open", age=timedelta(days=3), anchor=Anchor("customer", "C-9"),
+        fact_type="complaint",
+    )  # fmt: skip
+    request = RetrievalRequest(request_id="r", tenant_id="t", query="what went wrong? a problem")
+    ranked = score_candidates(request, [mine, theirs], NOW)
+    assert ranked[0].candidate.version_id == "mine"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    other_vector=st.floats(0.05, 1.0),
+    problem_vector=st.floats(0.05, 1.0),
+    other_age=st.integers(0, 400),
+    problem_age=st.integers(0, 400),
+    other_type=st.sampled_from(["order", "return", "page_view", "product_spec"]),
+    problem_type=st.sampled_from(["complaint", "ticket", "support_case", "issue"]),
+    source=st.sampled_from(["erp", "crm", "clickstream", "official"]),
+)
+def test_no_other_record_above_a_comparably_relevant_problem_record(
+    other_vector: float,
+    problem_vector: float,
+    other_age: int,
+    problem_age: int,
+    other_type: str,
+    problem_type: str,
+    source: str,
+) -> None:
+    other = matter(
+        "x", other_vector, "active", age=timedelta(days=other_age), fact_type=other_type,
+        source=source,
+    )  # fmt: skip
+    problem = matter(
+        "p", problem_vector, "resolved", age=timedelta(days=problem_age), fact_type=problem_type
+    )
+    ranked = score_candidates(ask("what was wrong with my blender?"), [other, problem], NOW)
+    by_id = {r.candidate.version_id: r for r in ranked}
+    if by_id["p"].scores.fused >= RELEVANCE_SHARE * by_id["x"].scores.fused:
+        assert ranked[0].candidate.version_id == "p"

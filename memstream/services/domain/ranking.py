@@ -17,9 +17,10 @@
    one score binding 0.01, those about the user's entities 0.5, and the user's relevant
    memories take precedence over unbound ones (``personal``);
 6. arbitration of conflicts (losers demoted);
-7. in a question about the current state ("is my case still open?"), a settled matter is
-   capped below the comparably relevant open matters of its entity and fact type
-   (``matters``);
+7. in a question about a problem ("what was wrong with my grinder?"), an entity's other
+   records are capped below its comparably relevant complaints, tickets and cases; in a
+   question about the current state ("is my case still open?"), a settled matter is capped
+   below the comparably relevant open matters of its entity and fact type (``matters``);
 8. sort by precedence then final descending, ties by version_id, keep ``request.limit``,
    render within the budget.
 
@@ -47,7 +48,7 @@ from memstream.services.domain.fusion import (
     query_features,
     scale_to_unit,
 )
-from memstream.services.domain.matters import open_matters_first
+from memstream.services.domain.matters import matters_first
 from memstream.services.domain.personal import (
     is_personal,
     personal_binding,
@@ -213,7 +214,7 @@ def score_candidates(
         )
 
     arbitrated = arbitrate(scored, rules.authority, rules.arbitration)
-    arbitrated = open_matters_first(arbitrated, request.query, rules.state)
+    arbitrated = matters_first(arbitrated, request.query, rules.state)
     ranked = sorted(
         arbitrated, key=lambda r: (-r.precedence, -r.scores.final, r.candidate.version_id)
     )
