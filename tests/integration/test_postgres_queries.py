@@ -25,6 +25,7 @@ from memstream.services.adapters.postgres_queries import (
     build_search,
     generators,
     query_terms,
+    rarity,
 )
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from memstream.services.handlers.ingest import record_event
@@ -321,6 +322,22 @@ async def test_broad_words_score_but_make_no_candidates_of_their_own(
     assert await queries.keyword_search(tenant, "order A-99", CURRENT, 10) == []
 
 
+async def test_a_rare_word_weighs_more_than_a_common_one(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    # BM25's idf: finding a word that few of the tenant's memories contain says more than
+    # finding one that most contain (a speaker's name in every one of their turns).
+    common = [await put(repo, tenant, f"Dana said the kettle is fine, take {n}") for n in range(6)]
+    rare = await put(repo, tenant, "Dana asked about descaling")
+    hits = await queries.keyword_search(tenant, "Dana descaling kettle", CURRENT, 10)
+    assert ids(hits)[0] == rare.version_id
+    assert set(ids(hits)[1:]) == {v.version_id for v in common}
+    dana, kettle, descaling = rarity(7), rarity(6), rarity(1)
+    assert hits[0].score == pytest.approx((dana + descaling) / (dana + descaling + kettle))
+    assert hits[1].score == pytest.approx((dana + kettle) / (dana + descaling + kettle))
+    assert rarity(0) > rarity(1) > rarity(300) > rarity(5000) == rarity(1001) > 0
+
+
 async def test_scores_ties_limits_and_hostile_queries(
     repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
 ) -> None:
@@ -328,7 +345,9 @@ async def test_scores_ties_limits_and_hostile_queries(
     half = await put(repo, tenant, "blue teapot")
     hits = await queries.keyword_search(tenant, "blue kettle", CURRENT, 10)
     assert ids(hits) == [*sorted(v.version_id for v in twins), half.version_id]
-    assert [h.score for h in hits] == [1.0, 1.0, 1.0, pytest.approx(3 / 4)]  # blue is exact (3)
+    # blue is exact (three times the rarest word's weight), kettle is in 3 versions
+    teapot = 3 * rarity(0) / (3 * rarity(0) + rarity(3))
+    assert [h.score for h in hits] == [1.0, 1.0, 1.0, pytest.approx(teapot)]
     assert_well_ordered(hits)
     assert ids(await queries.keyword_search(tenant, "blue kettle", CURRENT, 2)) == ids(hits)[:2]
     assert await queries.keyword_search(tenant, "blue kettle", CURRENT, 0) == []
