@@ -68,16 +68,18 @@ def cut(samples: list[float], q: float) -> float:
 async def _soak(
     settings: Settings, tenant: str, total: int, concurrency: int
 ) -> tuple[list[float], list[float], dict[str, int]]:
+    from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
 
     assert settings.broker is not None
+    key = credential_for(settings, "agent", tenant=tenant)  # provisioned by publish_events
     texts = questions(500)
     rng = random.Random(16)  # noqa: S311 - a benchmark's mix, not crypto
     ends: list[float] = []
     queues: list[float] = []
     outcomes: dict[str, int] = {}
     issued = 0
-    async with MemoryClient(settings.broker, settings.topics, timeout=60) as client:
+    async with MemoryClient(settings.broker, settings.topics, timeout=60, credential=key) as client:
 
         async def lane() -> None:
             nonlocal issued
@@ -120,6 +122,7 @@ def bench_soak(
     logs = data_dir / "logs"
     figures: dict[str, Any] = {"requests": requests, "concurrency": concurrency}
     stop = threading.Event()
+    worker: subprocess.Popen[bytes] | None = None
     try:
         prepare(resolved)
         worker = _spawn_worker(resolved, logs / "worker.log")
@@ -169,8 +172,6 @@ def bench_soak(
         stop.set()
         for helper in helpers:
             helper.join(120)
-        worker.terminate()
-        worker.wait(60)
         figures["ingested_meanwhile"] = published[0]
         figures["outcomes"] = outcomes
         figures["end_to_end"] = {q: cut(ends, q) for q in (0.5, 0.99, 0.999, 1.0)}
@@ -183,6 +184,9 @@ def bench_soak(
         )
     finally:
         stop.set()
+        if worker is not None:  # also when the run failed: never leave a worker behind
+            worker.terminate()
+            worker.wait(60)
         stack.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     return figures

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,30 @@ class Topics:
     scores: Any
 
 
+# One consumer fetches every topic, and Faust hands its records to the agents one by one: when
+# an agent's stream buffer is full, handing it the next record waits, and every record after it
+# — retrieval requests included — waits with it. Faust stops fetching a partition once its
+# buffer passes 1/1.25 of the maximum, but the records already fetched are still handed over.
+# So a fetch returns at most MAX_POLL_RECORDS records, and the buffer holds the high-pressure
+# mark plus one such fetch per partition: the hand-over never waits, and requests are never
+# held behind an ingest backlog. Measured with bursts above what the worker ingests (200
+# events/s published, ~100/s ingested): 2,800 requests answered in the first minute, 112 in
+# the second (queue time up to 22.6 s), none in the three after.
+MAX_POLL_RECORDS = 256
+PRESSURE_HIGH_RATIO = 1.25  # mode's FlowControlQueue.pressure_high_ratio
+
+
+def stream_buffer_size(partitions: int) -> int:
+    """A stream buffer that a full fetch of every partition past the high-pressure mark
+    cannot overflow: maxsize ≥ maxsize / 1.25 + partitions · MAX_POLL_RECORDS."""
+    spare = 1 - 1 / PRESSURE_HIGH_RATIO
+    return max(4096, math.ceil(partitions * MAX_POLL_RECORDS / spare) + MAX_POLL_RECORDS)
+
+
 def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
+    largest = max(settings.topics.partitions, settings.topics.reply_partitions, 1)
     transport.register(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
     return faust.App(
         settings.app_id,
@@ -56,6 +78,8 @@ def create_app(settings: Settings) -> faust.App:
         web_in_thread=False,
         autodiscover=False,
         producer_acks=-1,
+        broker_max_poll_records=MAX_POLL_RECORDS,
+        stream_buffer_maxsize=stream_buffer_size(largest),
     )
 
 

@@ -35,11 +35,17 @@ from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec, envelope
 from memstream.services.settings import Topics
+from memstream.streams.stalls import STALL_CAP_MS, STALL_STREAK, lagging
 
 log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
-PENDING_FETCH_WAIT_MS = 1  # and this often while a request awaits its reply
+# and this often while a request awaits its reply. Never 1: measured on the bundled Tansu, a
+# fetch with a 1 ms wait on a reply partition the worker had written ~3,000 replies to (in
+# batches of several) came back empty every time, while the records were there — a client
+# at the end of its partition then never saw another reply (the soak's collapse: 2,400
+# replies a minute, then 8, each lane waiting out its timeout); with 2 ms every reply arrived.
+PENDING_FETCH_WAIT_MS = 2
 START_SECONDS = 5.0  # connecting to the broker at start() takes this long at most
 READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
 TOKEN_LIFETIME_MS = 600_000  # a request token is good this long at most (the service caps it)
@@ -99,6 +105,8 @@ class MemoryClient:
         )
         self._timeout = timeout
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._floor_ms = 0  # the reply fetch wait the broker has shown it needs (stalls)
+        self._empty_while_lagging = 0
         self._sessions: dict[str, envelope.SessionKeys] = {}
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
@@ -183,13 +191,31 @@ class MemoryClient:
         await self.stop()
 
     def _pace(self) -> None:
-        """Fetch replies every millisecond while a request awaits one, else every few (Tansu
-        holds a fetch for its whole wait even when the reply arrives meanwhile)."""
+        """Fetch replies every 2 ms while a request awaits one, else every few (Tansu holds a
+        fetch for its whole wait even when the reply arrives meanwhile) — never faster than
+        the broker has shown it can answer (``memstream.streams.stalls``)."""
         fetcher = getattr(self._consumer, "_fetcher", None)
         if fetcher is not None:  # aiokafka reads it for each fetch request it builds
-            fetcher._fetch_max_wait_ms = (
-                PENDING_FETCH_WAIT_MS if self._pending else IDLE_FETCH_WAIT_MS
-            )
+            wait = PENDING_FETCH_WAIT_MS if self._pending else IDLE_FETCH_WAIT_MS
+            fetcher._fetch_max_wait_ms = max(wait, self._floor_ms)
+
+    def _check_stall(self, partition: TopicPartition, delivered: bool) -> None:
+        """Three empty fetches in a row while the reply partition's high watermark is past our
+        position: the broker needs a longer wait to find our offset (see
+        ``memstream.streams.transport``); double it, up to ``STALL_CAP_MS``."""
+        if delivered or self._consumer is None or not lagging(self._consumer, [partition]):
+            self._empty_while_lagging = 0
+            return
+        self._empty_while_lagging += 1
+        if self._empty_while_lagging >= STALL_STREAK:
+            self._empty_while_lagging = 0
+            before = max(PENDING_FETCH_WAIT_MS, self._floor_ms)
+            self._floor_ms = min(STALL_CAP_MS, 2 * before)
+            log.warning(
+                "the broker answered reply fetches empty while replies were waiting: fetch "
+                "wait %d → %d ms", before, self._floor_ms,
+            )  # fmt: skip
+            self._pace()
 
     async def _read(self) -> None:
         assert self._consumer is not None
@@ -206,6 +232,7 @@ class MemoryClient:
             for messages in batches.values():
                 for message in messages:
                     self._deliver(message.key, message.value)
+            self._check_stall(partition, any(batches.values()))
 
     def _deliver(self, key: bytes | None, value: bytes | None) -> None:
         request_id = (key or b"").decode("utf-8", "replace")

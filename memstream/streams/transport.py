@@ -15,6 +15,7 @@ there neither wait costs latency. Selected by the broker URL scheme ``memstream-
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import weakref
 from typing import Any
@@ -22,16 +23,21 @@ from typing import Any
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
+from memstream.streams.stalls import STALL_CAP_MS, STALL_STREAK, lagging
+
+log = logging.getLogger(__name__)
+
 SCHEME = "memstream-kafka"
 ACTIVE_FOR_S = 30.0  # the short wait lasts this long after the last request
 
 
 class FetchPace:
-    """The fetch wait of this process's consumers: idle, or active while requests flow.
+    """The fetch wait of this process's consumers: idle, or active while requests flow, never
+    below what the broker has shown it needs (``stalled``).
 
     aiokafka reads the wait when it builds each fetch request, so a change applies from the
     next fetch. The consumers run in Faust's consumer thread; the wait is one int attribute,
-    set from the event loop's thread.
+    set from the event loop's thread (and raised by ``stalled`` from the consumer thread).
     """
 
     def __init__(
@@ -40,6 +46,8 @@ class FetchPace:
         self.idle_ms = idle_ms
         self.active_ms = min(active_ms, idle_ms)
         self.active_for_s = active_for_s
+        self.floor_ms = 0  # learned from stalled fetches (see STALL_CAP_MS)
+        self.stalls = 0
         self._consumers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._current = idle_ms
         self._last = 0.0
@@ -47,11 +55,25 @@ class FetchPace:
 
     @property
     def current_ms(self) -> int:
-        return self._current
+        return max(self._current, self.floor_ms)
+
+    def stalled(self) -> None:
+        """A fetch came back empty while records were waiting: wait longer from now on."""
+        self.stalls += 1
+        before = self.current_ms
+        self.floor_ms = min(STALL_CAP_MS, max(2 * before, 2))
+        if self.floor_ms != before:
+            log.warning(
+                "the broker answered fetches empty while records were waiting: fetch wait "
+                "%d → %d ms (a Tansu partition of many batches; see memstream.streams.transport)",
+                before, self.floor_ms,
+            )  # fmt: skip
+            for consumer in list(self._consumers):
+                self._apply(consumer, self.current_ms)
 
     def attach(self, consumer: Any) -> None:
         self._consumers.add(consumer)
-        self._apply(consumer, self._current)
+        self._apply(consumer, self.current_ms)
 
     def activity(self) -> None:
         """A request arrived: poll fast until none has come for ``active_for_s``."""
@@ -74,7 +96,7 @@ class FetchPace:
     def _set(self, wait_ms: int) -> None:
         self._current = wait_ms
         for consumer in list(self._consumers):
-            self._apply(consumer, wait_ms)
+            self._apply(consumer, self.current_ms)
 
     @staticmethod
     def _apply(consumer: Any, wait_ms: int) -> None:
@@ -96,6 +118,25 @@ class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         consumer = super()._create_worker_consumer(transport)
         _pace.attach(consumer)
         return consumer
+
+    async def _fetch_records(
+        self,
+        consumer: Any,
+        active_partitions: Any,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> Any:
+        records = await super()._fetch_records(
+            consumer, active_partitions, timeout=timeout, max_records=max_records
+        )
+        if records or not lagging(consumer, active_partitions):
+            self._empty_while_lagging = 0
+        else:  # three in a row: not a response that merely crossed the call's timeout
+            self._empty_while_lagging = getattr(self, "_empty_while_lagging", 0) + 1
+            if self._empty_while_lagging >= STALL_STREAK:
+                self._empty_while_lagging = 0
+                _pace.stalled()
+        return records
 
 
 class Consumer(faust_aiokafka.Consumer):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from memstream.ops.topics import ensure_topics
 from memstream.schemas import envelope
@@ -56,3 +57,35 @@ async def test_the_client_polls_fast_only_while_a_request_awaits_its_reply(broke
         with pytest.raises(RetrievalTimeout):
             await asking
         assert fetcher._fetch_max_wait_ms == IDLE_FETCH_WAIT_MS
+
+
+async def test_a_client_whose_reply_fetches_stall_waits_longer_and_reads_again(
+    broker: str,
+) -> None:
+    # Tansu walks a partition's batches to find a fetch's offset and answers empty when that
+    # takes longer than the fetch's wait: at the end of 8,000 single-record batches a 2 ms
+    # wait never sees a new record (memstream.streams.stalls). The client must notice — the
+    # broker's high watermark is past its position — and wait longer, not lose every reply.
+    topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
+    ensure_topics(broker, topics.all())
+    producer = AIOKafkaProducer(bootstrap_servers=broker, linger_ms=0)
+    await producer.start()
+    try:
+        for _ in range(8_000):  # one batch each, as the worker sends replies
+            await producer.send_and_wait(topics.replies, b"x", key=b"old", partition=0)
+        key = str(envelope.Credential.new(envelope.new_key_id(), b"\x09" * 32))
+        async with MemoryClient(broker, topics, timeout=12, credential=key) as client:
+            assert client._floor_ms == 0
+            asking = asyncio.ensure_future(client.retrieve("where is my order?", "acme"))
+            for _ in range(40):  # replies to others keep arriving while ours is awaited
+                await producer.send_and_wait(topics.replies, b"x", key=b"other", partition=0)
+                await asyncio.sleep(0.2)
+                if client.late_replies >= 3:
+                    break
+            assert client._floor_ms > PENDING_FETCH_WAIT_MS  # the stall was seen
+            assert client.late_replies >= 3  # and records are read again
+            asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError, RetrievalTimeout):
+                await asking
+    finally:
+        await producer.stop()

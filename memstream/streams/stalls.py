@@ -1,0 +1,43 @@
+"""Fetch stalls on Tansu: empty answers while records wait, and how a consumer notices them.
+
+Tansu (memory storage) finds a fetch's offset by walking the partition's record batches, and
+when that takes longer than the fetch's wait it answers with no records although they are
+there. Measured on the bundled build, a consumer at the end of a partition of single-record
+batches (one per request or reply, as the client and the worker send them) never saw a new
+record with a wait of 1 ms at 3,000 batches, of 3 ms at 10,000, of 10 ms at 30,000; and
+nothing is ever deleted, so every partition crosses each of these in time. A fetch that comes
+back empty while the partition's high watermark (from the broker's own answers) is past the
+consumer's position is that case: after ``STALL_STREAK`` of them in a row the wait doubles, up
+to ``STALL_CAP_MS``, and stays (the partitions only grow). A Kafka broker never answers so.
+
+Shared by the worker's transport (``memstream.streams.transport``) and the client
+(``memstream.streams.client``): imports neither Faust nor torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STALL_CAP_MS = 1_000
+STALL_STREAK = 3  # empty fetches in a row, while lagging, before the wait is raised
+
+
+def lagging(consumer: Any, partitions: Any) -> bool:
+    """Whether an aiokafka consumer is behind on any of ``partitions`` by the broker's last
+    word: a high watermark past its position."""
+    try:
+        assignment = consumer._subscription.subscription.assignment
+    except AttributeError:
+        return False
+    if assignment is None:
+        return False
+    for tp in partitions:
+        try:
+            state = assignment.state_value(tp)
+        except (KeyError, AssertionError):
+            continue
+        if state is None or not state.has_valid_position or state.highwater is None:
+            continue
+        if state.highwater > state.position:
+            return True
+    return False
