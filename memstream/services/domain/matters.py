@@ -25,6 +25,7 @@ with the question (half as relevant, or less) must not bury the settled one the 
 about. Why the same entity and fact type: another customer's open complaint or an open return
 says nothing about the state of this customer's case. A reader checks the rule on a reply with
 each result's ``effective_status``, ``entity_type/id``, ``fact_type`` and ``scores``.
+
 A question asks about a *problem* when it carries a problem phrase (``asks_about_a_problem``:
 "what was wrong with my grinder?", "the issue with my order", "why is it broken?", "出了什么
 问题"). A problem is recorded as a complaint, ticket, support case or issue
@@ -36,9 +37,12 @@ question's words but does not say what went wrong. In such a question, for every
     ``SETTLED_CAP`` times the lowest such problem record's final.
 
 Why: the three records of a customer's grinder (ordered, complained about, returned) are
-equally relevant by text (fused 0.614-0.641 in the trap suite) and the order and the return
+about equally relevant by text (measured: fused 0.61-0.64) and the order and the return
 come from the ERP (authority 1.0 against ticketing's 0.85), so without the rule the record
-that answers the question came third. Pure. Must not import any I/O library.
+that answers the question came third.
+
+Both caps act on ``scores.final``, so they order results within a precedence tier (the personal
+tiers of ``personal`` come first). Pure. Must not import any I/O library.
 """
 
 from __future__ import annotations
@@ -207,17 +211,3 @@ def matters_first(
             lambda r: is_settled_matter(r, rules),
         )
     return out
-
-
-def open_matters_first(
-    results: Sequence[ScoredResult], query: str, rules: StateRules
-) -> list[ScoredResult]:
-    """The current-state rule alone: settled matters capped below the open ones (same order)."""
-    if not asks_current_state(query):
-        return list(results)
-    return _capped(
-        results,
-        _entity_fact,
-        lambda r: is_open_matter(r.candidate, rules),
-        lambda r: is_settled_matter(r, rules),
-    )
