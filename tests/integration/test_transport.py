@@ -63,7 +63,7 @@ async def test_a_client_whose_reply_fetches_stall_waits_longer_and_reads_again(
     broker: str,
 ) -> None:
     # Tansu walks a partition's batches to find a fetch's offset and answers empty when that
-    # takes longer than the fetch's wait: at the end of 8,000 single-record batches a 2 ms
+    # takes longer than the fetch's wait: at the end of 12,000 single-record batches a 2 ms
     # wait never sees a new record (memstream.streams.stalls). The client must notice — the
     # broker's high watermark is past its position — and wait longer, not lose every reply.
     topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
@@ -71,7 +71,7 @@ async def test_a_client_whose_reply_fetches_stall_waits_longer_and_reads_again(
     producer = AIOKafkaProducer(bootstrap_servers=broker, linger_ms=0)
     await producer.start()
     try:
-        for _ in range(8_000):  # one batch each, as the worker sends replies
+        for _ in range(12_000):  # one batch each, as the worker sends replies
             await producer.send_and_wait(topics.replies, b"x", key=b"old", partition=0)
         key = str(envelope.Credential.new(envelope.new_key_id(), b"\x09" * 32))
         async with MemoryClient(broker, topics, timeout=12, credential=key) as client:
