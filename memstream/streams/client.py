@@ -41,10 +41,11 @@ log = logging.getLogger(__name__)
 
 IDLE_FETCH_WAIT_MS = 5  # replies polled this often when nothing is awaited (~4 % of a core)
 # and this often while a request awaits its reply. Never 1: measured on the bundled Tansu, a
-# fetch with a 1 ms wait on a reply partition the worker had written ~3,000 replies to (in
-# batches of several) came back empty every time, while the records were there — a client
-# at the end of its partition then never saw another reply (the soak's collapse: 2,400
-# replies a minute, then 8, each lane waiting out its timeout); with 2 ms every reply arrived.
+# fetch with a 1 ms wait on a reply partition the worker had written ~3,000 replies to (one
+# batch each) came back empty every time, while the records were there — a client at the end
+# of its partition then never saw another reply (the soak's collapse: 2,400 replies a minute,
+# then 8, each lane waiting out its timeout); with 2 ms every reply arrived. Longer partitions
+# need longer waits: ``_check_stall`` (``memstream.streams.stalls``).
 PENDING_FETCH_WAIT_MS = 2
 START_SECONDS = 5.0  # connecting to the broker at start() takes this long at most
 READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
@@ -202,7 +203,7 @@ class MemoryClient:
     def _check_stall(self, partition: TopicPartition, delivered: bool) -> None:
         """Three empty fetches in a row while the reply partition's high watermark is past our
         position: the broker needs a longer wait to find our offset (see
-        ``memstream.streams.transport``); double it, up to ``STALL_CAP_MS``."""
+        ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``."""
         if delivered or self._consumer is None or not lagging(self._consumer, [partition]):
             self._empty_while_lagging = 0
             return
