@@ -35,7 +35,7 @@ from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec, envelope
 from memstream.services.settings import Topics
-from memstream.streams.stalls import STALL_CAP_MS, STALL_STREAK, lagging
+from memstream.streams.stalls import StallWatch, lagging, raised
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class MemoryClient:
         self._timeout = timeout
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._floor_ms = 0  # the reply fetch wait the broker has shown it needs (stalls)
-        self._empty_while_lagging = 0
+        self._stalls = StallWatch()
         self._sessions: dict[str, envelope.SessionKeys] = {}
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None
@@ -204,19 +204,16 @@ class MemoryClient:
         """Three empty fetches in a row while the reply partition's high watermark is past our
         position: the broker needs a longer wait to find our offset (see
         ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``."""
-        if delivered or self._consumer is None or not lagging(self._consumer, [partition]):
-            self._empty_while_lagging = 0
+        behind = self._consumer is not None and lagging(self._consumer, [partition])
+        if not self._stalls.observe(delivered, behind):
             return
-        self._empty_while_lagging += 1
-        if self._empty_while_lagging >= STALL_STREAK:
-            self._empty_while_lagging = 0
-            before = max(PENDING_FETCH_WAIT_MS, self._floor_ms)
-            self._floor_ms = min(STALL_CAP_MS, 2 * before)
-            log.warning(
-                "the broker answered reply fetches empty while replies were waiting: fetch "
-                "wait %d → %d ms", before, self._floor_ms,
-            )  # fmt: skip
-            self._pace()
+        before = max(PENDING_FETCH_WAIT_MS, self._floor_ms)
+        self._floor_ms = raised(before)
+        log.warning(
+            "the broker answered reply fetches empty while replies were waiting: fetch "
+            "wait %d → %d ms", before, self._floor_ms,
+        )  # fmt: skip
+        self._pace()
 
     async def _read(self) -> None:
         assert self._consumer is not None

@@ -41,3 +41,27 @@ def lagging(consumer: Any, partitions: Any) -> bool:
         if state.highwater > state.position:
             return True
     return False
+
+
+def raised(wait_ms: int) -> int:
+    """The next wait after a stall: double, at least 2 ms, at most ``STALL_CAP_MS``."""
+    return min(STALL_CAP_MS, max(2 * wait_ms, 2))
+
+
+class StallWatch:
+    """Counts the fetches that came back empty while the consumer was lagging; ``observe``
+    says when ``STALL_STREAK`` of them in a row call for a longer wait (a single one may be a
+    response that merely crossed the call's timeout)."""
+
+    def __init__(self) -> None:
+        self._streak = 0
+
+    def observe(self, delivered: bool, behind: bool) -> bool:
+        if delivered or not behind:
+            self._streak = 0
+            return False
+        self._streak += 1
+        if self._streak < STALL_STREAK:
+            return False
+        self._streak = 0
+        return True

@@ -23,7 +23,7 @@ from typing import Any
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from memstream.streams.stalls import STALL_CAP_MS, STALL_STREAK, lagging
+from memstream.streams.stalls import StallWatch, lagging, raised
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class FetchPace:
         self.idle_ms = idle_ms
         self.active_ms = min(active_ms, idle_ms)
         self.active_for_s = active_for_s
-        self.floor_ms = 0  # learned from stalled fetches (see STALL_CAP_MS)
+        self.floor_ms = 0  # learned from stalled fetches (memstream.streams.stalls)
         self.stalls = 0
         self._consumers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._current = idle_ms
@@ -61,7 +61,7 @@ class FetchPace:
         """A fetch came back empty while records were waiting: wait longer from now on."""
         self.stalls += 1
         before = self.current_ms
-        self.floor_ms = min(STALL_CAP_MS, max(2 * before, 2))
+        self.floor_ms = raised(before)
         if self.floor_ms != before:
             log.warning(
                 "the broker answered fetches empty while records were waiting: fetch wait "
@@ -129,13 +129,11 @@ class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         records = await super()._fetch_records(
             consumer, active_partitions, timeout=timeout, max_records=max_records
         )
-        if records or not lagging(consumer, active_partitions):
-            self._empty_while_lagging = 0
-        else:  # three in a row: not a response that merely crossed the call's timeout
-            self._empty_while_lagging = getattr(self, "_empty_while_lagging", 0) + 1
-            if self._empty_while_lagging >= STALL_STREAK:
-                self._empty_while_lagging = 0
-                _pace.stalled()
+        watch: StallWatch | None = getattr(self, "_stall_watch", None)
+        if watch is None:  # Faust builds this thread; a watch of its own on first fetch
+            watch = self._stall_watch = StallWatch()
+        if watch.observe(bool(records), not records and lagging(consumer, active_partitions)):
+            _pace.stalled()
         return records
 
 
