@@ -130,12 +130,12 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (
         "MEMSTREAM_FETCH_WAIT_MS",
         "fetch_wait_ms",
-        "worker consumer's longest fetch wait: latency per hop vs idle polling (default 10)",
+        "worker consumer's longest fetch wait: latency per hop vs idle polling (default 10, ≥ 2)",
     ),
     (
         "MEMSTREAM_FETCH_WAIT_ACTIVE_MS",
         "fetch_wait_active_ms",
-        "the same while retrieval requests flow (30 s after the last one; default 2)",
+        "the same while retrieval requests flow (30 s after the last one; default 2, ≥ 2)",
     ),
     (
         "MEMSTREAM_KEY",

@@ -91,12 +91,15 @@ _CURRENT_STATE_ZH = (
     "解决了吗",
     "好了吗",
 )
-_EN_PATTERN = re.compile(
-    r"(?<![a-z0-9])(?:"
-    + "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in _CURRENT_STATE_EN)
-    + r")(?![a-z0-9])",
-    re.IGNORECASE,
-)
+
+
+def _whole_phrases(phrases: Sequence[str]) -> re.Pattern[str]:
+    """Any of ``phrases`` as whole words, any spacing, case-insensitive."""
+    body = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in phrases)
+    return re.compile(rf"(?<![a-z0-9])(?:{body})(?![a-z0-9])", re.IGNORECASE)
+
+
+_EN_PATTERN = _whole_phrases(_CURRENT_STATE_EN)
 
 
 _PROBLEM_EN = (
@@ -121,12 +124,7 @@ _PROBLEM_EN = (
     "error",
 )
 _PROBLEM_ZH = ("问题", "坏了", "故障", "投诉", "毛病", "不能用", "出错")
-_PROBLEM_PATTERN = re.compile(
-    r"(?<![a-z0-9])(?:"
-    + "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in _PROBLEM_EN)
-    + r")(?![a-z0-9])",
-    re.IGNORECASE,
-)
+_PROBLEM_PATTERN = _whole_phrases(_PROBLEM_EN)
 PROBLEM_FACT_TYPES = frozenset({"complaint", "ticket", "support_case", "issue", "incident"})
 
 
