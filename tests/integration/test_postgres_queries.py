@@ -301,7 +301,7 @@ async def test_broad_words_score_but_make_no_candidates_of_their_own(
     assert await queries.term_frequencies(tenant, "order kettle customer") == {
         "order": 4,  # counted up to broad_after + 1
         "customer": 4,
-        "kettle": 1,
+        "kettl": 1,  # a word's stem: the versions with any form of it
     }
     # An exact id: the versions that have only the broad words are not even candidates.
     hits = await queries.keyword_search(tenant, "order A-77", CURRENT, 10)
@@ -336,6 +336,24 @@ async def test_a_rare_word_weighs_more_than_a_common_one(
     assert hits[0].score == pytest.approx((dana + descaling) / (dana + descaling + kettle))
     assert hits[1].score == pytest.approx((dana + kettle) / (dana + descaling + kettle))
     assert rarity(0) > rarity(1) > rarity(300) > rarity(5000) == rarity(1001) > 0
+
+
+async def test_inflected_forms_match_at_the_start_of_a_word(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    # An English word is searched by its stem as a word prefix: any form of it is found
+    # ("hiking" finds "hiked", "adoption" finds "adopted"), a word that merely contains it
+    # is not ("art" is not in "started"), and two forms of one word in the query are one term.
+    hiked = await put(repo, tenant, "Caroline hiked up the ridge with her kids")
+    adopted = await put(repo, tenant, "They adopted a puppy last spring")
+    started = await put(repo, tenant, "She started a new job")
+    hits = await queries.keyword_search(tenant, "hiking kid", CURRENT, 10)
+    assert ids(hits) == [hiked.version_id] and hits[0].score == 1.0
+    hits = await queries.keyword_search(tenant, "adoption adopting", CURRENT, 10)
+    assert ids(hits) == [adopted.version_id] and hits[0].score == 1.0
+    assert await queries.keyword_search(tenant, "art", CURRENT, 10) == []
+    assert started.version_id in ids(await queries.keyword_search(tenant, "starting", CURRENT, 10))
+    assert [t.text for t in query_terms("painting paints painted")] == ["paint"]
 
 
 async def test_scores_ties_limits_and_hostile_queries(

@@ -34,6 +34,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memstream.services.adapters.postgres import VERSION_SQL, row_to_version, translate
 from memstream.services.domain.lexicon import exact_terms
 from memstream.services.domain.model import MemoryVersion
+from memstream.services.domain.text import stem
 from memstream.services.ports import KeywordHit, VectorFilter
 
 EXACT_WEIGHT = 3
@@ -52,6 +53,7 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 # A word: letters and digits (not CJK), hyphenated parts kept together ("usb-c", "xr-500").
 _WORD = re.compile(f"[^\\W_{_CJK}]+(?:-[^\\W_{_CJK}]+)*")
 _ASCII_ALNUM = re.compile(r"[a-z0-9]")
+_LETTERS = re.compile(r"[a-z]+")
 _STOP_TEXT = (
     "a an and are as at be been but by can could did do does for from had has have how i if in"
     " into is it its me my of on or our so than that the their them then there these they this"
@@ -66,13 +68,15 @@ class Term:
 
     ``exact``: an exact attribute, which counts only where it does not sit inside a longer
     ASCII word or number ("xr-500" is not found in "xr-5000"); ``gram``: a CJK uni/bigram,
-    searched through the ``cjk_grams`` index.
+    searched through the ``cjk_grams`` index; ``prefix``: the stem of an English word
+    (``text.stem``), which counts where a word starts with it ("paint" in "painted").
     """
 
     text: str
     weight: int
     exact: bool = False
     gram: bool = False
+    prefix: bool = False
 
 
 def _grams(run: str) -> list[str]:
@@ -81,10 +85,13 @@ def _grams(run: str) -> list[str]:
 
 def query_terms(query: str) -> list[Term]:
     """The distinct terms of ``query``, in order of discovery: words (letters/digits, minus
-    stop words and one-character tokens; hyphenated ones whole and split), the bigrams of each
-    CJK run (the character itself for a one-character run), and ``lexicon.exact_terms``. A term
-    found by several rules keeps the highest weight and every way of matching."""
+    stop words and one-character tokens; hyphenated ones whole and split; a word of English
+    letters as its stem, searched as a word prefix, unless it is an exact term), the bigrams of
+    each CJK run (the character itself for a one-character run), and ``lexicon.exact_terms``.
+    A term found by several rules keeps the highest weight and every way of matching; two
+    forms of one word ("paint", "painting") are one term."""
     lowered = query.lower()
+    exact = [raw.lower().strip() for raw in exact_terms(query)]
     found: dict[str, Term] = {}
 
     def add(term: Term) -> None:
@@ -95,19 +102,23 @@ def query_terms(query: str) -> list[Term]:
                 max(seen.weight, term.weight),
                 exact=seen.exact or term.exact,
                 gram=seen.gram or term.gram,
+                prefix=seen.prefix or term.prefix,
             )
         found[term.text] = term
 
     for match in _WORD.finditer(lowered):
         word = match.group(0)
         for token in (word, *(word.split("-") if "-" in word else ())):
-            if len(token) >= 2 and token not in _STOP_WORDS:
+            if len(token) < 2 or token in _STOP_WORDS:
+                continue
+            if token not in exact and _LETTERS.fullmatch(token):
+                add(Term(stem(token), WORD_WEIGHT, prefix=True))
+            else:
                 add(Term(token, WORD_WEIGHT))
     for run in _CJK_RUN.findall(lowered):
         for gram in _grams(run):
             add(Term(gram, CJK_WEIGHT, gram=True))
-    for raw in exact_terms(query):
-        text = raw.lower().strip()
+    for text in exact:
         if text:
             add(Term(text, EXACT_WEIGHT, exact=True))
     return list(found.values())
@@ -116,6 +127,11 @@ def query_terms(query: str) -> list[Term]:
 def _like_pattern(term: str) -> str:
     escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+def _word_start_regex(term: str) -> str:
+    """A POSIX regex (ARE) matching ``term`` (ASCII letters) at the start of a word."""
+    return "(?:^|[^a-z0-9])" + term
 
 
 def _bounded_regex(term: str) -> str:
@@ -189,10 +205,17 @@ def _candidates(
     gram index for CJK terms. Separate statements keep each on its index (one OR would let a
     misestimate scan the whole tenant and evaluate every condition on every row)."""
     conditions: list[sql.Composable] = []
-    words = [t.text for t in terms if _WORD.fullmatch(t.text)]
+    words = [t.text for t in terms if not t.prefix and _WORD.fullmatch(t.text)]
+    stems = [t.text for t in terms if t.prefix]
+    queries: list[sql.Composable] = []
     if words:
         params["tsq"] = " or ".join(words)
-        conditions.append(sql.SQL("tsv @@ websearch_to_tsquery('simple', %(tsq)s)"))
+        queries.append(sql.SQL("websearch_to_tsquery('simple', %(tsq)s)"))
+    if stems:  # letters only (query_terms), so safe in to_tsquery's syntax
+        params["stems"] = " | ".join(f"{t}:*" for t in stems)
+        queries.append(sql.SQL("to_tsquery('simple', %(stems)s)"))
+    if queries:
+        conditions.append(sql.SQL("tsv @@ ({})").format(sql.SQL(" || ").join(queries)))
     likes = [_like_pattern(t.text) for t in terms if t.exact and _needs_trigrams(t.text)]
     if likes:
         params["likes"] = likes
@@ -222,6 +245,9 @@ def _found(term: Term, weight: float, i: int, params: dict[str, Any]) -> sql.Com
     column = sql.Identifier("lf" if _needs_full_lower(term) else "lt")
     params[f"t{i}"] = term.text
     test = sql.SQL("strpos({}, {}) > 0").format(column, sql.Placeholder(f"t{i}"))
+    if term.prefix and not term.exact:
+        params[f"r{i}"] = _word_start_regex(term.text)
+        test = sql.SQL("{} AND {} ~ {}").format(test, column, sql.Placeholder(f"r{i}"))
     if term.exact:
         params[f"r{i}"] = _bounded_regex(term.text)
         test = sql.SQL("{} AND {} ~ {}").format(test, column, sql.Placeholder(f"r{i}"))
@@ -431,11 +457,13 @@ class PostgresMemoryQueries:
         counts = []
         for i, term in enumerate(missing):
             params[f"f{i}"] = term.text
-            match = (
-                sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
-                if term.gram
-                else sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
-            ).format(sql.Placeholder(f"f{i}"))
+            if term.gram:
+                match = sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
+            elif term.prefix:
+                match = sql.SQL("tsv @@ to_tsquery('simple', {} || ':*')")
+            else:
+                match = sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
+            match = match.format(sql.Placeholder(f"f{i}"))
             counts.append(
                 sql.SQL(
                     "SELECT {i}, count(*) FROM (SELECT 1 FROM memory_versions WHERE"

@@ -2,7 +2,8 @@
 
 ``tokens`` (Latin words and ids kept whole, single CJK characters), ``agreement`` (Jaccard
 overlap of two texts' tokens) and ``attribute_clash`` (shared attribute keys with equal or
-different values). Used by trust (cross-validation) and arbitration.
+different values). Used by trust (cross-validation) and arbitration. ``stem``: the part of an
+English word that its inflections share, which keyword search matches as a word prefix.
 Pure. Must not import any I/O library.
 """
 
@@ -41,3 +42,56 @@ def attribute_clash(left: Mapping[str, str], right: Mapping[str, str]) -> tuple[
         else:
             differ += 1
     return same, differ
+
+
+# Inflectional endings, longest first. Derivational ones (-er, -ly, -ment, -ness) are left alone:
+# they change the word ("dinner", "early", "apartment") more often than they inflect it.
+_ENDINGS = ("ings", "ing", "ions", "ion", "ied", "ies", "ed", "es", "s")
+_SIBILANT = ("ss", "sh", "ch", "x", "z")  # "-es" is a plural / 3rd-person ending only after these
+_NOT_PLURAL = ("ss", "us", "is")  # "class", "campus", "tennis": the final "s" is the word's
+_DOUBLED = frozenset("bdgmnprt")  # "running" → "run", "shopped" → "shop" (not "ll", "ss", "zz")
+_LETTERS = re.compile(r"[a-z]+")
+
+
+def _vowel(text: str) -> bool:
+    return any(c in "aeiouy" for c in text)
+
+
+def _strip(word: str) -> tuple[str, str]:
+    """(the word without its inflectional ending, the ending), or (word, "")."""
+    for ending in _ENDINGS:
+        if not word.endswith(ending):
+            continue
+        base = word[: -len(ending)]
+        if ending == "s" and word.endswith(_NOT_PLURAL):
+            break
+        if ending == "es" and not base.endswith(_SIBILANT):
+            continue  # "races": only the "s" is the ending
+        shortest = 4 if ending in ("ied", "ies") else 3  # "tied", "dies" stay
+        if len(base) < shortest or not _vowel(base):
+            continue  # "things": not "th" + "-ings", but "thing" + "-s"
+        if ending == "ed" and base[-1] in "aeiou":
+            continue  # "bread", "speed", "agreed": no verb + "-ed" here
+        return base, ending
+    return word, ""
+
+
+def stem(word: str) -> str:
+    """The prefix that ``word``'s inflected forms share: an inflectional ending (-ing, -ed, -s,
+    -es, -ion, -ies) removed, then (after -ing/-ed) a doubled final consonant halved, and a
+    final silent "e" after a consonant other than "r" dropped — "painting"/"painted"/"paints" →
+    "paint", "running" → "run", "hiking"/"hiked"/"hike" → "hik", "classes" → "class",
+    "hobbies" → "hobb", "adoption" → "adopt". Searched as the start of a word, the stem finds
+    every form ("hik" finds "hike", "hiked", "hiking"), as a search engine's truncation does.
+    Lower-case ASCII words only: anything else (an id, a number, a non-English word) is returned
+    as it is; a stem keeps at least three letters and a vowel, and is never longer than the
+    word."""
+    if _LETTERS.fullmatch(word) is None:
+        return word
+    base, ending = _strip(word)
+    doubled = len(base) >= 4 and base[-1] == base[-2] and base[-1] in _DOUBLED
+    if doubled and ending in ("ing", "ings", "ed"):
+        base = base[:-1]
+    if len(base) >= 4 and base.endswith("e") and base[-2] not in "aeiouyr" and _vowel(base[:-1]):
+        base = base[:-1]
+    return base
