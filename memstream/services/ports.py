@@ -45,7 +45,9 @@ class VectorFilter:
     - ``as_of``: only points valid at that moment (valid_from <= t < valid_to, or open-ended);
     - ``anchors``: any of these ``"type:id"`` strings in payload ``anchors``;
     - ``window``: ``occurred_at`` within [from, to];
-    - ``fact_types`` / ``exclude_statuses``: metadata filters.
+    - ``fact_types`` / ``exclude_statuses``: metadata filters;
+    - ``ids``: only these version ids (point ids); malformed ones match nothing. Retrieval
+      uses it to score the candidates one retriever found on the other retriever's signal.
     """
 
     current_only: bool = True
@@ -54,6 +56,7 @@ class VectorFilter:
     window: tuple[datetime, datetime] | None = None
     fact_types: tuple[str, ...] = ()
     exclude_statuses: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,6 +269,24 @@ def test_three_year_old_view_vs_last_weeks(stack: Any, tenant: str) -> None:
     assert old["scores"]["recency"] < 0.01 < reply["results"][0]["scores"]["recency"]
 
 
+def test_every_candidate_is_scored_on_both_signals(stack: Any, tenant: str) -> None:
+    # 45 memories hold every word of the question; each retriever keeps its top 40, so some are
+    # found by one retriever only. Each is still scored by the other (no 0 for "not in its top
+    # k"): every result has its full keyword score and a real vector score.
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(tenant, f"ship:{n}", f"Shipment {n}: blue kettle left the warehouse", ago=DAY)
+            for n in range(45)
+        ],
+    )
+    reply = ask(setup, "blue kettle warehouse shipment", tenant, limit=50)
+    assert len(reply["results"]) == 45
+    assert all(r["scores"]["keyword"] == 1.0 for r in reply["results"])
+    assert all(r["scores"]["vector"] > 0.2 for r in reply["results"])
+
+
 def test_resolved_complaint_vs_newer_open_one(stack: Any, tenant: str) -> None:
     setup, _ = stack
     ingest(

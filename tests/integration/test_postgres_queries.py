@@ -356,6 +356,43 @@ async def test_inflected_forms_match_at_the_start_of_a_word(
     assert [t.text for t in query_terms("painting paints painted")] == ["paint"]
 
 
+async def test_a_word_no_memory_holds_does_not_dilute_the_score(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    # A word found in none of the tenant's memories (a typo, a word nobody used) says nothing
+    # about which memory is meant: it weighs 0. An exact id nobody holds still counts against
+    # every memory: it is what was asked for. Pronouns are stop words.
+    kettle = await put(repo, tenant, "Dana descaled the kettle")
+    hits = await queries.keyword_search(tenant, "kettle descalling", CURRENT, 10)
+    assert ids(hits) == [kettle.version_id] and hits[0].score == 1.0
+    hits = await queries.keyword_search(tenant, "kettle XR-900", CURRENT, 10)
+    assert ids(hits) == [kettle.version_id] and hits[0].score < 0.5
+    assert await queries.keyword_search(tenant, "zyzzyva", CURRENT, 10) == []
+    assert [t.text for t in query_terms("what did she tell him of her kettle")] == [
+        "tell",
+        "kettl",
+    ]
+
+
+async def test_ids_narrow_the_search_and_keep_the_scores(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    # Retrieval keyword-scores the candidates only the vector search found: limited to their
+    # ids, every term makes candidates and each keeps the score it has in the open search.
+    found = [await put(repo, tenant, f"blue kettle number {n}") for n in range(3)]
+    other = await put(repo, tenant, "a red teapot")
+    everything = {h.version_id: h.score for h in await queries.keyword_search(
+        tenant, "blue kettle teapot", CURRENT, 10
+    )}  # fmt: skip
+    chosen = (found[0].version_id.upper(), other.version_id, "not-a-uuid")
+    hits = await queries.keyword_search(tenant, "blue kettle teapot", VectorFilter(ids=chosen), 10)
+    assert {h.version_id: h.score for h in hits} == {
+        found[0].version_id: everything[found[0].version_id],
+        other.version_id: everything[other.version_id],
+    }
+    assert await queries.keyword_search(tenant, "kettle", VectorFilter(ids=("x",)), 10) == []
+
+
 async def test_scores_ties_limits_and_hostile_queries(
     repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
 ) -> None:

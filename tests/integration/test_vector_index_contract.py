@@ -218,6 +218,26 @@ async def test_anchors_match_any_of(backend: Backend, rng: np.random.Generator) 
     }
 
 
+async def test_ids_select_points_and_keep_their_true_scores(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    tenant = new_tenant()
+    points = [point(unit(rng)) for _ in range(6)]
+    await backend.index.upsert(tenant, points)
+    query = unit(rng)
+    everything = {
+        h.id: h.score for h in await backend.index.search(tenant, query, VectorFilter(), 6)
+    }
+    chosen = (points[1].id.upper(), points[4].id, "not-a-uuid")  # any spelling of a uuid
+    hits = await backend.index.search(tenant, query, VectorFilter(ids=chosen), 10)
+    assert {h.id for h in hits} == {points[1].id, points[4].id}
+    assert all(h.score == pytest.approx(everything[h.id], abs=1e-5) for h in hits)
+    assert await search_all(backend.index, tenant, VectorFilter(ids=("not-a-uuid",))) == set()
+    stale = point(unit(rng), is_current=False)
+    await backend.index.upsert(tenant, [stale])
+    assert await search_all(backend.index, tenant, VectorFilter(ids=(stale.id,))) == set()
+
+
 async def test_window_is_inclusive_on_occurred_at(
     backend: Backend, rng: np.random.Generator
 ) -> None:

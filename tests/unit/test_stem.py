@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstream.services.domain.text import stem
+from memstream.services.domain.text import SAFE_PREFIX, inflections, stem
 
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=14)
 
@@ -16,7 +16,9 @@ words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=14)
     ("forms", "expected"),
     [
         (("paint", "paints", "painted", "painting", "paintings"), "paint"),
-        (("hike", "hiked", "hiking", "hikes"), "hik"),
+        (("hiked", "hiking"), "hik"),
+        (("hike", "hikes"), "hike"),
+        (("dance", "dances", "danced", "dancing"), "danc"),
         (("run", "running"), "run"),
         (("shop", "shopping", "shopped", "shops"), "shop"),
         (("class", "classes"), "class"),
@@ -55,3 +57,22 @@ def test_a_stem_is_a_prefix_of_its_word_with_a_vowel_and_three_letters(word: str
 def test_a_plural_finds_its_singular() -> None:
     assert stem("things") == "thing"
     assert stem("bringing") == "bring"
+
+
+def test_a_short_stem_stands_for_its_whole_inflected_words() -> None:
+    """Under four letters a prefix finds unrelated words ("go" in "gold"), so a short stem is
+    searched as its inflected words; a silent "e" only where the stem lost letters."""
+    assert {"go", "goes", "going"} <= set(inflections("go"))
+    assert "gold" not in inflections("go") and "good" not in inflections("go")
+    assert {"run", "runs", "running"} <= set(inflections("running"))
+    assert {"hike", "hikes", "hiked", "hiking"} <= set(inflections("hiking"))
+    assert "care" not in inflections("car") and "cars" in inflections("car")
+
+
+@given(words)
+def test_a_short_stems_words_start_with_it_and_hold_the_word(word: str) -> None:
+    stemmed = stem(word)
+    if len(stemmed) < SAFE_PREFIX:
+        forms = inflections(word)
+        assert stemmed in forms and word in forms
+        assert all(form.startswith(stemmed) for form in forms)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,9 +31,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memstream.services.adapters.postgres import VERSION_SQL, row_to_version, translate
+from memstream.services.adapters.vector_common import wellformed_ids
 from memstream.services.domain.lexicon import exact_terms
 from memstream.services.domain.model import MemoryVersion
-from memstream.services.domain.text import stem
+from memstream.services.domain.text import SAFE_PREFIX, inflections, stem
 from memstream.services.ports import KeywordHit, VectorFilter
 
 EXACT_WEIGHT = 3
@@ -58,6 +58,7 @@ _STOP_TEXT = (
     "a an and are as at be been but by can could did do does for from had has have how i if in"
     " into is it its me my of on or our so than that the their them then there these they this"
     " those to us was we were what when where which who why will with would you your"
+    " he she him her his hers himself herself"  # pronouns say nothing of a memory's topic
 )
 _STOP_WORDS = frozenset(_STOP_TEXT.split())
 
@@ -69,7 +70,9 @@ class Term:
     ``exact``: an exact attribute, which counts only where it does not sit inside a longer
     ASCII word or number ("xr-500" is not found in "xr-5000"); ``gram``: a CJK uni/bigram,
     searched through the ``cjk_grams`` index; ``prefix``: the stem of an English word
-    (``text.stem``), which counts where a word starts with it ("paint" in "painted").
+    (``text.stem``), which counts where a word starts with it ("paint" in "painted");
+    ``forms``: for a stem too short to be a safe prefix, the whole words that count
+    (``text.inflections``: "go", "goes", "going" — not "gold").
     """
 
     text: str
@@ -77,6 +80,17 @@ class Term:
     exact: bool = False
     gram: bool = False
     prefix: bool = False
+    forms: tuple[str, ...] = ()
+
+    @property
+    def tsquery(self) -> str | None:
+        """The term as ``to_tsquery`` text (letters only, so safe in its syntax), or None
+        for a term searched another way."""
+        if self.prefix:
+            return f"{self.text}:*"
+        if self.forms:
+            return " | ".join(self.forms)
+        return None
 
 
 def _grams(run: str) -> list[str]:
@@ -103,6 +117,7 @@ def query_terms(query: str) -> list[Term]:
                 exact=seen.exact or term.exact,
                 gram=seen.gram or term.gram,
                 prefix=seen.prefix or term.prefix,
+                forms=tuple(dict.fromkeys((*seen.forms, *term.forms))),
             )
         found[term.text] = term
 
@@ -111,10 +126,12 @@ def query_terms(query: str) -> list[Term]:
         for token in (word, *(word.split("-") if "-" in word else ())):
             if len(token) < 2 or token in _STOP_WORDS:
                 continue
-            if token not in exact and _LETTERS.fullmatch(token):
+            if token in exact or not _LETTERS.fullmatch(token):
+                add(Term(token, WORD_WEIGHT))
+            elif len(stem(token)) >= SAFE_PREFIX:
                 add(Term(stem(token), WORD_WEIGHT, prefix=True))
             else:
-                add(Term(token, WORD_WEIGHT))
+                add(Term(stem(token), WORD_WEIGHT, forms=inflections(token)))
     for run in _CJK_RUN.findall(lowered):
         for gram in _grams(run):
             add(Term(gram, CJK_WEIGHT, gram=True))
@@ -129,8 +146,11 @@ def _like_pattern(term: str) -> str:
     return f"%{escaped}%"
 
 
-def _word_start_regex(term: str) -> str:
-    """A POSIX regex (ARE) matching ``term`` (ASCII letters) at the start of a word."""
+def _word_start_regex(term: str, forms: Sequence[str] = ()) -> str:
+    """A POSIX regex (ARE) matching ``term`` (ASCII letters) at the start of a word, or, given
+    its ``forms``, any of them as a whole word."""
+    if forms:
+        return "(?:^|[^a-z0-9])(?:" + "|".join(forms) + ")(?:$|[^a-z0-9])"
     return "(?:^|[^a-z0-9])" + term
 
 
@@ -156,6 +176,9 @@ def _filters(tenant_id: str, flt: VectorFilter, params: dict[str, Any]) -> list[
     if flt.anchors:
         params["anchors"] = list(flt.anchors)
         conds.append(sql.SQL("anchors && %(anchors)s::text[]"))
+    if flt.ids:
+        params["ids"] = wellformed_ids(flt.ids)
+        conds.append(sql.SQL("version_id = ANY(%(ids)s::uuid[])"))
     if flt.window is not None:
         params["w_from"], params["w_to"] = flt.window
         conds.append(sql.SQL("occurred_at BETWEEN %(w_from)s AND %(w_to)s"))
@@ -205,14 +228,14 @@ def _candidates(
     gram index for CJK terms. Separate statements keep each on its index (one OR would let a
     misestimate scan the whole tenant and evaluate every condition on every row)."""
     conditions: list[sql.Composable] = []
-    words = [t.text for t in terms if not t.prefix and _WORD.fullmatch(t.text)]
-    stems = [t.text for t in terms if t.prefix]
+    words = [t.text for t in terms if t.tsquery is None and _WORD.fullmatch(t.text)]
+    stems = [t.tsquery for t in terms if t.tsquery is not None]
     queries: list[sql.Composable] = []
     if words:
         params["tsq"] = " or ".join(words)
         queries.append(sql.SQL("websearch_to_tsquery('simple', %(tsq)s)"))
     if stems:  # letters only (query_terms), so safe in to_tsquery's syntax
-        params["stems"] = " | ".join(f"{t}:*" for t in stems)
+        params["stems"] = " | ".join(stems)
         queries.append(sql.SQL("to_tsquery('simple', %(stems)s)"))
     if queries:
         conditions.append(sql.SQL("tsv @@ ({})").format(sql.SQL(" || ").join(queries)))
@@ -245,8 +268,8 @@ def _found(term: Term, weight: float, i: int, params: dict[str, Any]) -> sql.Com
     column = sql.Identifier("lf" if _needs_full_lower(term) else "lt")
     params[f"t{i}"] = term.text
     test = sql.SQL("strpos({}, {}) > 0").format(column, sql.Placeholder(f"t{i}"))
-    if term.prefix and not term.exact:
-        params[f"r{i}"] = _word_start_regex(term.text)
+    if (term.prefix or term.forms) and not term.exact:
+        params[f"r{i}"] = _word_start_regex(term.text, term.forms)
         test = sql.SQL("{} AND {} ~ {}").format(test, column, sql.Placeholder(f"r{i}"))
     if term.exact:
         params[f"r{i}"] = _bounded_regex(term.text)
@@ -274,12 +297,16 @@ def term_weights(
     if frequencies is None:
         return [float(t.weight) for t in terms]
     rarest = rarity(0, broad_after)
-    return [
-        EXACT_WEIGHT * rarest
-        if t.exact
-        else t.weight * rarity(frequencies.get(t.text, 0), broad_after)
-        for t in terms
-    ]
+
+    def weight(term: Term) -> float:
+        if term.exact:
+            return EXACT_WEIGHT * rarest
+        frequency = frequencies.get(term.text)
+        if frequency == 0:
+            return 0.0
+        return term.weight * rarity(frequency or 0, broad_after)
+
+    return [weight(t) for t in terms]
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,9 +425,9 @@ class PostgresMemoryQueries:
             return []
         try:
             async with self._pool.connection() as conn:
-                # The tenant's frequencies weigh every term; narrowed to entities or a time
-                # window, the filter finds the candidates itself and every term makes them.
-                narrowed = bool(flt.anchors) or flt.window is not None
+                # The tenant's frequencies weigh every term; narrowed to entities, ids or a
+                # time window, the filter finds the candidates itself and every term makes them.
+                narrowed = bool(flt.anchors or flt.ids) or flt.window is not None
                 frequencies = await self._frequencies_of(conn, tenant_id, terms)
                 built = build_search(
                     tenant_id,
@@ -411,7 +438,7 @@ class PostgresMemoryQueries:
                     self._broad_after,
                     narrowed=narrowed,
                 )
-                if built is None:
+                if built is None or built.total <= 0:
                     return []
                 # Never a generic plan: estimates and constant folding need the actual terms.
                 cur = await conn.execute(built.statement, built.params, prepare=False)
@@ -456,11 +483,11 @@ class PostgresMemoryQueries:
         params: dict[str, Any] = {"tenant": tenant_id, "cap": self._broad_after + 1}
         counts = []
         for i, term in enumerate(missing):
-            params[f"f{i}"] = term.text
+            params[f"f{i}"] = term.tsquery or term.text
             if term.gram:
                 match = sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
-            elif term.prefix:
-                match = sql.SQL("tsv @@ to_tsquery('simple', {} || ':*')")
+            elif term.tsquery is not None:
+                match = sql.SQL("tsv @@ to_tsquery('simple', {})")
             else:
                 match = sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
             match = match.format(sql.Placeholder(f"f{i}"))
@@ -483,12 +510,7 @@ class PostgresMemoryQueries:
     async def versions(self, tenant_id: str, version_ids: Sequence[str]) -> list[MemoryVersion]:
         """The versions of ``tenant_id`` among ``version_ids``, in the order asked; ids of other
         tenants, unknown ids and malformed ids are ignored."""
-        ids: dict[str, None] = {}
-        for raw in version_ids:
-            try:
-                ids.setdefault(str(uuid.UUID(raw)), None)
-            except (TypeError, ValueError, AttributeError):
-                continue
+        ids = wellformed_ids(version_ids)
         if not ids:
             return []
         try:

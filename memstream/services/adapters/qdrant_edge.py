@@ -49,6 +49,7 @@ from memstream.services.adapters.vector_common import (
     checked_vector,
     epoch,
     tenant_slug,
+    wellformed_ids,
 )
 from memstream.services.ports import AdapterError, VectorFilter, VectorHit, VectorPoint
 
@@ -534,6 +535,8 @@ def to_edge_filter(flt: VectorFilter) -> qe.Filter | None:
         must.append(qe.FieldCondition("is_current", match=qe.MatchValue(_TRUE)))
     if flt.anchors:
         must.append(qe.FieldCondition("anchors", match=qe.MatchAny(list(flt.anchors))))
+    if flt.ids:
+        must.append(qe.HasIdCondition(set(wellformed_ids(flt.ids))))
     if flt.window is not None:
         start, end = (epoch(moment) for moment in flt.window)
         must.append(qe.FieldCondition("occurred_at", range=qe.RangeFloat(gte=start, lte=end)))

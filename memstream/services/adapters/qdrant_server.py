@@ -32,6 +32,7 @@ from memstream.services.adapters.vector_common import (
     checked_vector,
     epoch,
     tenant_slug,
+    wellformed_ids,
 )
 from memstream.services.ports import (
     AdapterError,
@@ -343,6 +344,8 @@ def to_server_filter(flt: VectorFilter) -> qm.Filter | None:
         must.append(qm.FieldCondition(key="is_current", match=qm.MatchValue(value=True)))
     if flt.anchors:
         must.append(qm.FieldCondition(key="anchors", match=qm.MatchAny(any=list(flt.anchors))))
+    if flt.ids:
+        must.append(qm.HasIdCondition(has_id=list(wellformed_ids(flt.ids))))
     if flt.window is not None:
         start, end = (epoch(moment) for moment in flt.window)
         must.append(qm.FieldCondition(key="occurred_at", range=qm.Range(gte=start, lte=end)))

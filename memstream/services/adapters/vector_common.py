@@ -35,6 +35,17 @@ def canonical_id(tenant_id: str, raw: str) -> str:
         raise AdapterError(f"point id {raw!r} of tenant {tenant_id!r} is not a uuid") from exc
 
 
+def wellformed_ids(raws: Sequence[str]) -> list[str]:
+    """The canonical form of each id that is a uuid (point ids are uuids); others dropped."""
+    found: dict[str, None] = {}
+    for raw in raws:
+        try:
+            found.setdefault(str(uuid.UUID(raw)), None)
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return list(found)
+
+
 def checked_vector(
     tenant_id: str, point: str, vector: Sequence[float], dimension: int
 ) -> list[float]:

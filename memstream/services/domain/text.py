@@ -3,7 +3,8 @@
 ``tokens`` (Latin words and ids kept whole, single CJK characters), ``agreement`` (Jaccard
 overlap of two texts' tokens) and ``attribute_clash`` (shared attribute keys with equal or
 different values). Used by trust (cross-validation) and arbitration. ``stem``: the part of an
-English word that its inflections share, which keyword search matches as a word prefix.
+English word that its inflections share, which keyword search matches as a word prefix;
+``inflections``: for a stem too short to be a safe prefix, the whole words it stands for.
 Pure. Must not import any I/O library.
 """
 
@@ -79,19 +80,37 @@ def _strip(word: str) -> tuple[str, str]:
 def stem(word: str) -> str:
     """The prefix that ``word``'s inflected forms share: an inflectional ending (-ing, -ed, -s,
     -es, -ion, -ies) removed, then (after -ing/-ed) a doubled final consonant halved, and a
-    final silent "e" after a consonant other than "r" dropped — "painting"/"painted"/"paints" →
-    "paint", "running" → "run", "hiking"/"hiked"/"hike" → "hik", "classes" → "class",
-    "hobbies" → "hobb", "adoption" → "adopt". Searched as the start of a word, the stem finds
-    every form ("hik" finds "hike", "hiked", "hiking"), as a search engine's truncation does.
-    Lower-case ASCII words only: anything else (an id, a number, a non-English word) is returned
-    as it is; a stem keeps at least three letters and a vowel, and is never longer than the
-    word."""
+    final silent "e" after a consonant other than "r" dropped where four letters remain —
+    "painting"/"painted"/"paints" → "paint", "dance"/"dancing" → "danc", "running" → "run",
+    "hiking"/"hiked" → "hik", "classes" → "class", "hobbies" → "hobb", "adoption" → "adopt".
+    A stem of four letters or more is searched as the start of a word ("danc" finds "dance",
+    "danced", "dancing"), as a search engine's truncation does; a shorter one by its
+    ``inflections``. Lower-case ASCII words only: anything else (an id, a number, a non-English
+    word) is returned as it is; a stem keeps at least three letters and a vowel, and is never
+    longer than the word."""
     if _LETTERS.fullmatch(word) is None:
         return word
     base, ending = _strip(word)
     doubled = len(base) >= 4 and base[-1] == base[-2] and base[-1] in _DOUBLED
     if doubled and ending in ("ing", "ings", "ed"):
         base = base[:-1]
-    if len(base) >= 4 and base.endswith("e") and base[-2] not in "aeiouyr" and _vowel(base[:-1]):
+    if len(base) >= 5 and base.endswith("e") and base[-2] not in "aeiouyr" and _vowel(base[:-1]):
         base = base[:-1]
     return base
+
+
+SAFE_PREFIX = 4  # letters: a shorter stem as a prefix finds other words ("go" in "gold")
+
+
+def inflections(word: str) -> tuple[str, ...]:
+    """The whole words a short word or stem (under ``SAFE_PREFIX`` letters) stands for: itself
+    and its regular inflections, with the last consonant doubled before -ing/-ed ("run" →
+    "runs", "running"), and with a silent "e" restored when ``word`` is a stem shorter than
+    the word it came from ("hik" of "hiking" → "hike", "hikes", "hiked", "hiking"; "car" alone
+    never finds "care")."""
+    stemmed = stem(word)
+    base = stemmed if len(stemmed) < SAFE_PREFIX else word  # callers pass short stems only
+    endings = ["", "s", "es", "ed", "ing", base[-1] + "ing", base[-1] + "ed"]
+    if stemmed != word:
+        endings.append("e")
+    return tuple(dict.fromkeys(base + ending for ending in endings))
