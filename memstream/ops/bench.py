@@ -4,17 +4,20 @@ Everything runs on this machine in one run: a fresh embedded stack in a temporar
 embedding model alone (texts/s), then a real worker process consuming N events published to
 Tansu until every one is versioned in Postgres and indexed in Qdrant Edge (events/s), then the
 latency of the Postgres write transaction (``record``: ledger + version + chain, one
-transaction) measured in-process. Prints the figures; nothing is asserted.
+transaction) measured in-process. While the events are ingested it also counts the CPU time of
+every part of the stack (``cpu_budget``): CPU milliseconds per event by part, and the rate the
+machine's cores allow at that cost. Prints the figures; nothing is asserted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from memstream.ops import cpu_budget
 from memstream.ops.bench_kit import (
     publish_events,
     start_worker,
@@ -50,6 +54,11 @@ class Figures:
     pg_p50_ms: float
     pg_p95_ms: float
     pg_p99_ms: float
+    cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, end to end
+
+    def cpu_ms_per_event(self, part: str | None = None) -> float:
+        seconds = sum(self.cpu_s.values()) if part is None else self.cpu_s.get(part, 0.0)
+        return seconds * 1000 / self.events
 
 
 def model_throughput(
@@ -136,10 +145,12 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
             try:
                 time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
                 out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
+                before = cpu_budget.snapshot()
                 started = time.perf_counter()
                 publish_events(resolved, raws)
                 _wait_counted(resolved, tenant, events, timeout=3600)
                 seconds = time.perf_counter() - started
+                cpu = cpu_budget.spent(before, cpu_budget.snapshot())
                 status = wait_for(resolved, [(tenant, r["event_id"]) for r in raws], timeout=60)
                 if status.pending or status.dead:
                     raise RuntimeError(f"{len(status.pending)} pending, {len(status.dead)} dead")
@@ -160,6 +171,7 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
         statistics.median(samples),
         cuts[94],
         cuts[98],
+        cpu,
     )
 
 
@@ -184,6 +196,16 @@ def print_ingest(runs: list[Figures]) -> None:
     row("end-to-end wall time (s)", lambda f: f"{f.seconds:.1f}")
     row("Postgres write p50 / p95 / p99 (ms)",
         lambda f: f"{f.pg_p50_ms:.2f} / {f.pg_p95_ms:.2f} / {f.pg_p99_ms:.2f}")  # fmt: skip
+    # Where the cores went while the events were ingested, and the rate they allow at that cost.
+    cores = os.cpu_count() or 1
+    parts = sorted({p for f in runs for p in f.cpu_s}, key=lambda p: -first.cpu_s.get(p, 0.0))
+    for part in parts:
+        row(f"CPU per event, {part} (ms)", lambda f, p=part: f"{f.cpu_ms_per_event(p):.2f}")
+    row("CPU per event, all (ms)", lambda f: f"{f.cpu_ms_per_event():.2f}")
+    row(f"cores busy (of {cores})",
+        lambda f: f"{sum(f.cpu_s.values()) / f.seconds:.2f}")  # fmt: skip
+    row(f"events/s {cores} cores allow at this cost",
+        lambda f: f"{cores * 1000 / f.cpu_ms_per_event():.1f}")  # fmt: skip
     out.print(table)
 
 
