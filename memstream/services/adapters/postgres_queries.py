@@ -485,12 +485,12 @@ class PostgresMemoryQueries:
         for i, term in enumerate(missing):
             params[f"f{i}"] = term.tsquery or term.text
             if term.gram:
-                match = sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
+                shape = sql.SQL("cjk_grams(search_text) && ARRAY[{}]::text[]")
             elif term.tsquery is not None:
-                match = sql.SQL("tsv @@ to_tsquery('simple', {})")
+                shape = sql.SQL("tsv @@ to_tsquery('simple', {})")
             else:
-                match = sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
-            match = match.format(sql.Placeholder(f"f{i}"))
+                shape = sql.SQL("tsv @@ websearch_to_tsquery('simple', {})")
+            match = shape.format(sql.Placeholder(f"f{i}"))
             counts.append(
                 sql.SQL(
                     "SELECT {i}, count(*) FROM (SELECT 1 FROM memory_versions WHERE"
