@@ -343,7 +343,14 @@ def build_search(
     filters = sql.SQL(" AND ").join(_filters(tenant_id, flt, params))
     select = frequencies is not None and not narrowed
     chosen = generators(terms, frequencies or {}, budget) if select else terms
-    candidates = _candidates(chosen, filters, params)
+    if flt.ids:
+        # A few known rows: read them by primary key and score them, not through the term
+        # indexes (a broad word's postings would be walked for rows the ids already name).
+        candidates: list[sql.Composable] = [
+            sql.SQL("SELECT version_id, search_text FROM memory_versions WHERE {}").format(filters)
+        ]
+    else:
+        candidates = _candidates(chosen, filters, params)
     if not candidates:
         return None
     weights = term_weights(terms, frequencies, budget)
