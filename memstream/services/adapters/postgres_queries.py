@@ -414,9 +414,12 @@ class PostgresMemoryQueries:
         where w(t) is the term's rarity in the tenant (``term_weights``: a word or CJK gram
         weighs ``rarity`` of the versions that contain it, as BM25's idf; an exact term —
         ``lexicon.exact_terms``: model numbers, ports, ids, quoted strings, colours — three
-        times the rarest word's weight); found(t) = 1 when t is a
-        substring of lower(search_text) — for an exact term, one not inside a longer ASCII
-        word or number ("red" is not found in "reduced", "xr-500" not in "xr-5000") — else 0.
+        times the rarest word's weight; a word no version of the tenant holds weighs 0);
+        found(t) = 1 when lower(search_text) holds t — an English word's stem at the start of
+        a word ("paint" in "painted"; a stem under four letters as one of its inflected whole
+        words: "go", "goes", "going", not "gold"); an exact term not inside a longer ASCII word
+        or number ("red" is not found in "reduced", "xr-500" not in "xr-5000"); anything else
+        (numbers, non-English words, CJK grams) as a substring — else 0.
         1 means every term was found; candidates scoring 0 are dropped. No ts_rank blending:
         equal scores are ordered by version_id, so results are deterministic.
 
