@@ -270,21 +270,35 @@ def test_three_year_old_view_vs_last_weeks(stack: Any, tenant: str) -> None:
 
 
 def test_every_keyword_candidate_has_its_vector_score(stack: Any, tenant: str) -> None:
-    # 45 memories hold every word of the question; each retriever keeps its top 40, so some
-    # keyword candidates are outside the vector top 40. They are vector-scored all the same
-    # (no 0 for "not in its top k"): every result has a real vector score.
+    # Five memories hold every word of the question, but only past the model's 256-token window,
+    # so their vectors are about something else; forty others say the same thing in other words,
+    # so the vector top 40 is exactly those forty and the five are keyword candidates only. They
+    # are vector-scored all the same (no 0 for "not in its top k"): the similarity they get is a
+    # real one, lower than every one in the vector top 40.
     setup, _ = stack
-    ingest(
-        setup,
-        [
-            memory(tenant, f"ship:{n}", f"Shipment {n}: blue kettle left the warehouse", ago=DAY)
-            for n in range(45)
-        ],
+    ledger = " ".join(
+        f"Ledger line {n}: quarterly tax filing reconciled, payroll adjusted, depreciation booked."
+        for n in range(30)
     )
+    decoys = [
+        memory(tenant, f"decoy:{n}", f"Consignment {n}: azure teapot departed the depot", ago=DAY)
+        for n in range(40)
+    ]
+    hidden = [
+        memory(tenant, f"ledger:{n}", f"{ledger} Shipment {n}: blue kettle warehouse.", ago=DAY)
+        for n in range(5)
+    ]
+    ingest(setup, decoys + hidden)
     reply = ask(setup, "blue kettle warehouse shipment", tenant, limit=50)
-    assert len(reply["results"]) == 45
-    assert sum(r["scores"]["keyword"] == 1.0 for r in reply["results"]) >= 40
-    assert all(r["scores"]["vector"] > 0.2 for r in reply["results"])
+    by_kind: dict[str, list[dict[str, Any]]] = {"decoy": [], "ledger": []}
+    for result in reply["results"]:
+        by_kind[result["memory_key"].split(":")[0]].append(result)
+    assert len(by_kind["decoy"]) == 40 and len(by_kind["ledger"]) == 5, explain(reply)
+    assert all(r["scores"]["keyword"] > 0 for r in by_kind["ledger"])
+    assert all(r["scores"]["keyword"] == 0 for r in by_kind["decoy"])
+    completed = [r["scores"]["vector"] for r in by_kind["ledger"]]
+    assert all(score != 0.0 for score in completed), completed
+    assert max(completed) < min(r["scores"]["vector"] for r in by_kind["decoy"])
 
 
 def test_resolved_complaint_vs_newer_open_one(stack: Any, tenant: str) -> None:
