@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import uuid
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -12,6 +15,7 @@ from confluent_kafka import Producer
 
 from memstream.ops.migrate import Migration, MigrationError, applied, available, migrate
 from memstream.ops.topics import TopicError, ensure_topics, partition_counts
+from memstream.services.domain.text import searchable
 from memstream.services.settings import Topics
 
 
@@ -52,6 +56,52 @@ def test_an_edited_migration_is_refused(fresh_pg_dsn: str) -> None:
         )
     with pytest.raises(MigrationError, match="changed after it was applied"):
         migrate(fresh_pg_dsn)
+
+
+def test_migration_0013_gives_earlier_versions_their_key_words(fresh_pg_dsn: str) -> None:
+    # Versions written before 0013 have search_text without the key's words; the migration's
+    # SQL must compute the words exactly as text.key_words does, and leave erased versions empty.
+    migrate(fresh_pg_dsn)
+    backfill = next(m for m in available() if m.version == 13).sql
+    rng = random.Random(13)
+    alphabet = "abcdefghijXYZ_-:|/.0123 é订单K"
+    keys = [
+        "customer:C-1|contact_preference",
+        "D1:3",
+        "Order:ORDER:order",
+        "café:menu",
+        "",
+        *("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(300)),
+    ]
+    rows = [
+        (str(uuid.uuid4()), key, f"content {n}", {"colour": "red"} if n % 2 else {})
+        for n, key in enumerate(keys)
+    ]
+    erased = str(uuid.uuid4())
+    with psycopg.connect(fresh_pg_dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO tenants (tenant_id) VALUES ('t')")
+        for version_id, key, content, attributes in [*rows, (erased, "order:9", "", {})]:
+            conn.execute(
+                "INSERT INTO memory_versions (version_id, tenant_id, memory_key, version, event_id,"
+                " entity_type, entity_id, anchors, fact_type, content, attributes, search_text,"
+                " source_system, status, op, occurred_at, valid_from, recorded_at, is_current,"
+                " erased_at) VALUES (%s, 't', %s, 1, %s, 'customer', 'C-1', '{}', 'note', %s, %s,"
+                " %s, 'crm', 'active', 'UPSERT', now(), now(), now(), true, %s)",
+                (
+                    version_id,
+                    key,
+                    version_id,
+                    content,
+                    json.dumps(attributes),
+                    searchable(content, attributes, ""),  # as written before 0013
+                    None if version_id != erased else datetime.now(UTC),
+                ),
+            )
+        conn.execute(backfill)
+        found = dict(conn.execute("SELECT version_id::text, search_text FROM memory_versions"))
+    for version_id, key, content, attributes in rows:
+        assert found[version_id] == searchable(content, attributes, key), key
+    assert found[erased] == ""
 
 
 def test_topics_are_created_with_their_partitions(broker: str) -> None:

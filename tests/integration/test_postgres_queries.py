@@ -129,6 +129,22 @@ async def test_exact_model_port_and_colour_beat_loose_matches(
     assert ids(only_model)[0] == exact.version_id and only_model[0].score == 1.0
 
 
+async def test_a_question_naming_a_memory_key_finds_that_memory(
+    repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
+) -> None:
+    # One utterance set two slots: it is the current value of "date" and, the city having
+    # changed since, the old value of "city". Asked for the city, the key decides.
+    said = "Book a table in Berkeley for the 3rd of March"
+    date = await put(repo, tenant, said, key="dlg-7|Restaurants_1|date")
+    await put(repo, tenant, said, key="dlg-7|Restaurants_1|city")
+    city = await put(repo, tenant, "Make that Oakland instead", key="dlg-7|Restaurants_1|city")
+    hits = await queries.keyword_search(tenant, "Which city does the user want now?", CURRENT, 10)
+    assert ids(hits)[0] == city.version_id and hits[0].score == 1.0
+    assert date.version_id not in ids(hits)
+    both = await queries.keyword_search(tenant, "restaurants Berkeley", CURRENT, 10)
+    assert ids(both) == [date.version_id, city.version_id]  # "restaurants" from the keys
+
+
 async def test_chinese_and_mixed_queries_match_chinese_content(
     repo: PostgresMemoryRepository, queries: PostgresMemoryQueries, tenant: str
 ) -> None:

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memstream.services.domain.erasure import erasure_lock_key
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
+from memstream.services.domain.text import searchable
 from memstream.services.domain.versioning import Placement
 from memstream.services.ports import (
     AdapterError,
@@ -73,9 +74,8 @@ def row_to_version(row: Mapping[str, Any]) -> MemoryVersion:
 
 
 def search_text(version: MemoryVersion) -> str:
-    """What keyword search sees: the content and every attribute value."""
-    values = " ".join(f"{k} {v}" for k, v in sorted(version.attributes.items()))
-    return f"{version.content} {values}".strip()
+    """What keyword search sees (``text.searchable``): content, attributes, the key's words."""
+    return searchable(version.content, version.attributes, version.memory_key)
 
 
 def translate(exc: Exception, what: str) -> AdapterError:

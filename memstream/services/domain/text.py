@@ -5,6 +5,7 @@ overlap of two texts' tokens) and ``attribute_clash`` (shared attribute keys wit
 different values). Used by trust (cross-validation) and arbitration. ``stem``: the part of an
 English word that its inflections share, which keyword search matches as a word prefix;
 ``inflections``: for a stem too short to be a safe prefix, the whole words it stands for.
+``searchable``: what keyword search sees of a memory (content, attributes, the key's words).
 Pure. Must not import any I/O library.
 """
 
@@ -114,3 +115,28 @@ def inflections(word: str) -> tuple[str, ...]:
     if stemmed != word:
         endings.append("e")
     return tuple(dict.fromkeys(base + ending for ending in endings))
+
+
+KEY_WORD_MIN = 3  # letters: shorter parts of a key are ids or codes ("C-1", "D1:3"), not words
+_KEY_WORD = re.compile(r"[A-Za-z]+")
+
+
+def key_words(memory_key: str) -> tuple[str, ...]:
+    """The words a memory key names its memory's subject with: its runs of ASCII letters of at
+    least ``KEY_WORD_MIN``, lower-cased, each once, in order ("customer:C-1|contact_preference"
+    → customer, contact, preference; "order:1042" → order; "D1:3" → none). A key is the
+    integrator's name for what the memory is about — the attribute of an entity a state tracker
+    updates, the kind of record — so a question that names it ("what contact preference …",
+    "which city … now") finds the memory that holds it, not a neighbour whose text happens to
+    say the same thing. Migration 0013 computes the same words in SQL for versions written
+    before: keep the two equal."""
+    found = (word.lower() for word in _KEY_WORD.findall(memory_key))
+    return tuple(dict.fromkeys(word for word in found if len(word) >= KEY_WORD_MIN))
+
+
+def searchable(content: str, attributes: Mapping[str, str], memory_key: str) -> str:
+    """What keyword search sees of a memory: its content, every attribute as "name value", and
+    its key's words (``key_words``), space-separated, empty parts left out."""
+    values = " ".join(f"{k} {v}" for k, v in sorted(attributes.items()))
+    text = f"{content} {values}".strip()
+    return " ".join(part for part in (text, " ".join(key_words(memory_key))) if part)
