@@ -477,7 +477,8 @@ def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str
     assert cued["gate"] == {"decision": "retrieve", "reason": "about the user 'C-1'"}
     assert keys(cued) == ["n:1"]
     named = ask(setup, "is jazz on the list?", tenant, force=False)  # no cue: memory decides
-    assert named["gate"] == {"decision": "retrieve", "reason": "names 'jazz' in memory"}
+    assert named["gate"]["decision"] == "retrieve"
+    assert named["gate"]["reason"].startswith("names 'jazz' in memory (1 of 2 terms, nearest 0.")
     forced = ask(setup, "what is the capital of France?", tenant, force=True)
     assert forced["gate"]["decision"] == "forced"
 

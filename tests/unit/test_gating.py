@@ -104,9 +104,9 @@ def test_evidence_decides_a_question_without_a_strong_cue() -> None:
     held = evidence_from(
         blender.query, [(0.31, "Ordered the BL-200 blender, 1200 W motor."), (0.1, "Refund.")]
     )
-    assert held.named == ("blender", "motor")
+    assert held.named == ("blender", "motor") and held.asked == 3
     assert gate(blender, NOW, evidence=held) == GateDecision(
-        True, "names 'blender', 'motor' in memory"
+        True, "names 'blender', 'motor' in memory (2 of 3 terms, nearest 0.31)"
     )
     close = MemoryEvidence(nearest=0.62)
     assert gate(blender, NOW, evidence=close).reason == f"nearest memory 0.62 ≥ {NEAR}"

@@ -44,6 +44,8 @@ def test_gate_rates() -> None:
     assert rates["all"]["false-skip rate"] == 0.5
     assert rates["all"]["invalid-query rate"] == 0.5
     assert rates["all"]["always retrieve: invalid share of retrievals"] == 0.5
+    assert rates["traps tenants, not about memory"] == {"n": 2.0, "answered": 0.5}
+    assert rates["traps tenants, about memory"] == {"n": 2.0, "answered": 0.5}
 
 
 def test_the_held_out_suite_has_its_own_fixed_seed_and_every_kind() -> None:

@@ -339,10 +339,18 @@ class GateOutcome:
 
 
 def gate_rates(outcomes: Sequence[GateOutcome]) -> dict[str, dict[str, float]]:
-    """group → {n, answered}; plus "false-skip rate", "invalid-query rate" under "all"."""
+    """group → {n, answered}; plus "false-skip rate", "invalid-query rate" under "all".
+
+    Also per suite whose tenants were asked, "<suite> tenants, not about memory" (and "…,
+    about memory"): the share answered there. The others are spread over every tenant, and
+    most tenants are small (traps, SGD dialogues), so the overall rate says little about a
+    tenant whose memory is broad conversation (LoCoMo), where common words are held."""
     groups: dict[str, list[GateOutcome]] = {}
     for o in outcomes:
         groups.setdefault(o.question.group, []).append(o)
+    for o in outcomes:
+        about = "about memory" if o.question.needs_memory else "not about memory"
+        groups.setdefault(f"{o.question.suite} tenants, {about}", []).append(o)
     table = {
         g: {"n": float(len(os)), "answered": sum(o.answered for o in os) / len(os)}
         for g, os in groups.items()

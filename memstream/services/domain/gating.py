@@ -18,7 +18,9 @@ In order:
    answered when it names something the tenant's memory holds (a word of the question, not a
    common one, found in the memories retrieved, with those memories at least ``NAMED_NEAR``
    similar) or when the nearest memory is close (cosine ≥ ``NEAR``); else it is skipped with
-   the nearest similarity in the reason.
+   the nearest similarity in the reason. An answer's reason says which terms are held, how
+   many of the question's terms that is, and the nearest similarity, so that a reader can see
+   how close the call was ("names 'blender', 'motor' in memory (2 of 3 terms, nearest 0.31)").
 
 Every skip reason ends with how to force (``FORCE_HINT``).
 Pure: ``now`` is a parameter. Must not import any I/O library.
@@ -79,6 +81,7 @@ class MemoryEvidence:
 
     nearest: float
     named: tuple[str, ...] = ()
+    asked: int = 0  # the question's content terms
 
 
 def evidence_from(query: str, found: Iterable[tuple[float, str]]) -> MemoryEvidence:
@@ -89,7 +92,7 @@ def evidence_from(query: str, found: Iterable[tuple[float, str]]) -> MemoryEvide
     for similarity, content in found:
         nearest = max(nearest, similarity)
         held |= wanted & content_terms(content)
-    return MemoryEvidence(nearest, tuple(sorted(held)))
+    return MemoryEvidence(nearest, tuple(sorted(held)), len(wanted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +157,11 @@ def gate(
     if evidence is None:
         return GateDecision(False, "no strong cue: look at memory", probe=True)
     if evidence.named and evidence.nearest >= NAMED_NEAR:
-        return GateDecision(True, f"names {', '.join(map(repr, evidence.named[:3]))} in memory")
+        return GateDecision(
+            True,
+            f"names {', '.join(map(repr, evidence.named[:3]))} in memory"
+            f" ({len(evidence.named)} of {evidence.asked} terms, nearest {evidence.nearest:.2f})",
+        )
     if evidence.nearest >= NEAR:
         return GateDecision(True, f"nearest memory {evidence.nearest:.2f} ≥ {NEAR}")
     return _skip(f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR})")
