@@ -348,7 +348,6 @@ def gate_rates(outcomes: Sequence[GateOutcome]) -> dict[str, dict[str, float]]:
     groups: dict[str, list[GateOutcome]] = {}
     for o in outcomes:
         groups.setdefault(o.question.group, []).append(o)
-    for o in outcomes:
         about = "about memory" if o.question.needs_memory else "not about memory"
         groups.setdefault(f"{o.question.suite} tenants, {about}", []).append(o)
     table = {
