@@ -87,7 +87,7 @@ class Worker:
         env.update(settings.to_env(), MEMSTREAM_WEB_PORT="0", PYTHONUNBUFFERED="1")
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memstream.ops.cli", "worker"],
+            [sys.executable, "-m", "memstream.cli", "worker"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -103,7 +103,7 @@ def start_gateway(stack: EmbeddedStack, port: int) -> str:
             f"port {port} on 127.0.0.1 is already in use",
             "stop what uses it, or set MEMSTREAM_GATEWAY_PORT to a free port (0 disables it)",
         )
-    command = [sys.executable, "-m", "memstream.ops.cli", "gateway", "--port", str(port)]
+    command = [sys.executable, "-m", "memstream.cli", "gateway", "--port", str(port)]
     proc = stack.spawn("gateway", command, "gateway.log")
     if not wait_tcp("127.0.0.1", port, 30.0, proc):
         raise StackError(

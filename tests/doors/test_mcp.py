@@ -59,7 +59,7 @@ async def exercise(session: ClientSession, doors: Doors, tag: str) -> dict[str, 
 def test_mcp_over_stdio(doors: Doors) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memstream.ops.cli", "mcp"],
+        args=["-m", "memstream.cli", "mcp"],
         env=memstream_env({**doors.setup.env(), "MEMSTREAM_KEY": doors.keys["admin"]}),
         cwd=ROOT,
     )

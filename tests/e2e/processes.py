@@ -27,7 +27,7 @@ def run_cli(
     args: list[str], env: Mapping[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memstream.ops.cli", *args],
+        [sys.executable, "-m", "memstream.cli", *args],
         env=memstream_env(env),
         cwd=ROOT,
         capture_output=True,
@@ -43,7 +43,7 @@ class Process:
     def __init__(self, args: list[str], env: Mapping[str, str]) -> None:
         self.args = args
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memstream.ops.cli", *args],
+            [sys.executable, "-m", "memstream.cli", *args],
             env=memstream_env(env),
             cwd=ROOT,
             stdout=subprocess.PIPE,

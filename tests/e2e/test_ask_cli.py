@@ -119,8 +119,7 @@ def test_a_closed_pipe_ends_quietly(stack: Any) -> None:
     status = setup.wait([(e["tenant_id"], e["event_id"]) for e in versions], timeout=240)
     assert not status.pending and not status.dead, status
     pipeline = subprocess.run(
-        f"{sys.executable} -m memstream.ops.cli history log:C-9 --tenant {tenant} --json"
-        " | head -c 1",
+        f"{sys.executable} -m memstream.cli history log:C-9 --tenant {tenant} --json | head -c 1",
         shell=True,
         env=memstream_env(env(setup, tenant)),
         cwd=ROOT,

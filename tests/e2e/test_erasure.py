@@ -175,7 +175,7 @@ def test_a_forget_killed_mid_transaction_leaves_nothing_half_done(live: Live) ->
         # The erasure's last statements wait behind this lock, its first ones already done.
         blocker.execute("LOCK TABLE dead_letters IN ACCESS EXCLUSIVE MODE")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memstream.ops.cli", "forget", "--tenant", live.tenant,
+            [sys.executable, "-m", "memstream.cli", "forget", "--tenant", live.tenant,
              "--entity", s.entity, "--actor", "admin-key-1"],
             env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memstream.ops.bench_kit import synthetic_events
+from memstream.bench.kit import synthetic_events
 from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
 from memstream.ops.replay import feedback, tools

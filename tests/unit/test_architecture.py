@@ -44,7 +44,7 @@ LONGER = {
     Path("services/handlers/retrieve.py"): "the query path in one reading order",
     # Every command's parser block and dispatch branch, appended one per command: a table of
     # the command line, with no logic of its own.
-    Path("ops/cli.py"): "the command line's parser, one block per command",
+    Path("cli.py"): "the command line's parser, one block per command",
 }
 
 

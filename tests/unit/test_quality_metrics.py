@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memstream.ops.quality import metrics
-from memstream.ops.quality.baselines import BM25, TenantCorpus, tokenize
+from memstream.bench.quality import metrics
+from memstream.bench.quality.baselines import BM25, TenantCorpus, tokenize
 
 
 def test_recall_at_k_counts_relevant_ids_in_the_first_k() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memstream.bench.quality.served import served_request
+from memstream.bench.quality.suite import Question
 from memstream.ops.ask import read_batch
-from memstream.ops.quality.served import served_request
-from memstream.ops.quality.suite import Question
 from memstream.schemas import codec
 
 names = st.text(st.characters(categories=("L", "N")), min_size=1, max_size=12)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memstream.ops.quality.gate_set import (
+from memstream.bench.quality.gate_set import (
     MEMORY_GROUPS,
     OTHER_GROUPS,
     GateOutcome,
@@ -12,8 +12,8 @@ from memstream.ops.quality.gate_set import (
     gate_rates,
     gate_set,
 )
-from memstream.ops.quality.heldout import HELDOUT_SEED, KINDS, heldout_suite
-from memstream.ops.quality.traps import trap_suite
+from memstream.bench.quality.heldout import HELDOUT_SEED, KINDS, heldout_suite
+from memstream.bench.quality.traps import trap_suite
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstream.ops.gateway.chart import late_versions, timeline_svg
+from memstream.gateway.chart import late_versions, timeline_svg
 from memstream.services.domain.model import MemoryVersion, Op
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,9 +16,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
-from memstream.ops.quality.scoring import ANSWERABLE, Scores
-from memstream.ops.quality.served import SERVED
+from memstream.bench.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
+from memstream.bench.quality.scoring import ANSWERABLE, Scores
+from memstream.bench.quality.served import SERVED
 
 TRAP_TARGET = 0.01
 HELDOUT_TARGET = 0.02

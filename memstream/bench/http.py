@@ -25,7 +25,7 @@ def start_gateway(settings: Settings, tenant: str) -> tuple[subprocess.Popen[byt
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     env.update(settings.to_env())
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memstream.ops.cli", "gateway", "--port", str(port)],
+        [sys.executable, "-m", "memstream.cli", "gateway", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -408,7 +408,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return ask(settings, args)
     if args.command == "bench":
-        from memstream.ops.bench import bench
+        from memstream.bench.command import bench
 
         return bench(settings, args)
     if args.command == "model":
@@ -456,7 +456,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return replay(settings, options_from(args))
     if args.command in ("gateway", "mcp"):
-        from memstream.ops.gateway.serve import gateway, mcp_stdio
+        from memstream.gateway.serve import gateway, mcp_stdio
 
         if args.command == "mcp":
             return mcp_stdio(settings)

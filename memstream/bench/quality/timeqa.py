@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memstream.ops.quality.suite import Question, Suite, doc_id
+from memstream.bench.quality.suite import Question, Suite, doc_id
 
 GROUPS_PER_TENANT = 20
 FIRST_YEAR = 1971  # memstream refuses events dated before 1970 (absurd_timestamp)

@@ -20,10 +20,10 @@ from urllib.parse import quote
 from fastapi import Cookie, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from memstream.ops.gateway.auth import DoorError, Principal
-from memstream.ops.gateway.chart import late_versions, timeline_svg
-from memstream.ops.gateway.pages import frame
-from memstream.ops.gateway.service import Doors
+from memstream.gateway.auth import DoorError, Principal
+from memstream.gateway.chart import late_versions, timeline_svg
+from memstream.gateway.pages import frame
+from memstream.gateway.service import Doors
 from memstream.services.domain.model import MemoryVersion, Op
 from memstream.services.ports import ErasureMark
 

@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench_kit import (
+from memstream.bench.kit import (
     publish_events,
     start_worker,
     synthetic_events,
@@ -205,7 +205,7 @@ async def _security(settings: Settings, tenant: str, count: int) -> list[float]:
 
 
 def _over_http(settings: Settings, tenant: str, texts: list[str]) -> dict[str, Any]:
-    from memstream.ops.bench_http import ask_over_http, start_gateway
+    from memstream.bench.http import ask_over_http, start_gateway
 
     out.print(f"through the HTTP gateway: {len(texts)} other questions, then one repeated …")
     gateway, url, key = start_gateway(settings, tenant)

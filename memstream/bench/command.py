@@ -25,8 +25,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops import cpu_budget
-from memstream.ops.bench_kit import (
+from memstream.bench import cpu_budget
+from memstream.bench.kit import (
     publish_events,
     start_worker,
     synthetic_events,
@@ -224,7 +224,7 @@ def bench(settings: Settings, args: Any) -> int:
         print_ingest(bench_ingest(args.events, args.model_sample, encoders(args.encoders)))
         return 0
     if args.what == "query":
-        from memstream.ops.bench_query import bench_query, print_query
+        from memstream.bench.query import bench_query, print_query
 
         print_query(
             bench_query(
@@ -237,24 +237,24 @@ def bench(settings: Settings, args: Any) -> int:
         )
         return 0
     if args.what == "replay":
-        from memstream.ops.bench_replay import bench_replay, print_replay
+        from memstream.bench.replay import bench_replay, print_replay
 
         print_replay(bench_replay(args.versions))
         return 0
     if args.what == "soak":
-        from memstream.ops.bench_soak import bench_soak, print_soak
+        from memstream.bench.soak import bench_soak, print_soak
 
         print_soak(
             bench_soak(args.requests, args.concurrency, args.memories, args.soak_burst, args.churn)
         )
         return 0
     if args.what == "erasure":
-        from memstream.ops.bench_erasure import bench_erasure, print_erasure
+        from memstream.bench.erasure import bench_erasure, print_erasure
 
         print_erasure(bench_erasure(args.versions, args.subject_versions, args.vector_points))
         return 0
     if args.what == "quality":
-        from memstream.ops.quality.bench import bench_quality_cli
+        from memstream.bench.quality.bench import bench_quality_cli
 
         return bench_quality_cli(args)
     raise AssertionError(args.what)

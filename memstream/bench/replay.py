@@ -31,7 +31,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.ops.bench_kit import synthetic_text
+from memstream.bench.kit import synthetic_text
 from memstream.ops.migrate import migrate
 from memstream.ops.replay import feedback
 from memstream.ops.stack import EmbeddedStack

@@ -77,7 +77,7 @@ def start_worker(settings: Settings) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     env.update(settings.to_env())
     worker = subprocess.Popen(
-        [sys.executable, "-m", "memstream.ops.cli", "worker"],
+        [sys.executable, "-m", "memstream.cli", "worker"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from memstream.bench.quality.baselines import TenantCorpus, build_corpora
+from memstream.bench.quality.datasets import datasets_root, locomo_suite, sgd_suites
+from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
+from memstream.bench.quality.suite import Question, Suite, doc_id
+from memstream.bench.quality.traps import trap_suite
 from memstream.ops.health import check_postgres, check_redis
 from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
-from memstream.ops.quality.baselines import TenantCorpus, build_corpora
-from memstream.ops.quality.datasets import datasets_root, locomo_suite, sgd_suites
-from memstream.ops.quality.gate_set import GateOutcome, GateQuestion, gate_set
-from memstream.ops.quality.suite import Question, Suite, doc_id
-from memstream.ops.quality.traps import trap_suite
 from memstream.ops.stack import EmbeddedStack
 from memstream.services import bootstrap
 from memstream.services.settings import Settings
@@ -133,7 +133,7 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
     if "traps" in options.suites:
         suites.append(trap_suite(options.traps_per_family, now, options.seed))
     if "heldout" in options.suites:
-        from memstream.ops.quality.heldout import heldout_suite
+        from memstream.bench.quality.heldout import heldout_suite
 
         suites.append(heldout_suite(options.traps_per_family, now))
     if "locomo" in options.suites:
@@ -143,7 +143,7 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
     if "sgd" in options.suites:
         suites.extend(sgd_suites(root, options.sgd_cases, options.seed))
     if "timeqa" in options.suites:
-        from memstream.ops.quality.timeqa import timeqa_suite
+        from memstream.bench.quality.timeqa import timeqa_suite
 
         suites.append(timeqa_suite(root))
     return suites
@@ -382,7 +382,7 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         stack.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     if options.via_kafka:
-        from memstream.ops.quality.served import run_served
+        from memstream.bench.quality.served import run_served
 
         for run in runs:
             if run.suite.name == "locomo":

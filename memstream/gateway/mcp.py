@@ -17,8 +17,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import CallToolResult, TextContent
 
-from memstream.ops.gateway.auth import DoorError, Principal
-from memstream.ops.gateway.service import Doors
+from memstream.gateway.auth import DoorError, Principal
+from memstream.gateway.service import Doors
 from memstream.ops.history import tombstone_json, tombstone_text, version_json
 
 INSTRUCTIONS = (

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memstream.client import AsyncMemory, MemoryClientError, PublishError, RetrievalTimeout
-from memstream.ops.gateway.auth import (
+from memstream.gateway.auth import (
     Authenticator,
     DoorError,
     Principal,
@@ -28,7 +28,7 @@ from memstream.ops.gateway.auth import (
     refused,
     writable,
 )
-from memstream.ops.gateway.erasure import Forgotten, erasure_scope, wait_completed
+from memstream.gateway.erasure import Forgotten, erasure_scope, wait_completed
 from memstream.services.domain import versioning
 from memstream.services.domain.erasure import InvalidScope, checked_reason
 from memstream.services.domain.errors import InvalidEvent

@@ -16,9 +16,9 @@ from typing import Any
 
 from rich.console import Console
 
-from memstream.ops.quality.report import print_headline, write
-from memstream.ops.quality.runner import ALL_SUITES, Options, run_quality
-from memstream.ops.quality.scoring import Scores, score
+from memstream.bench.quality.report import print_headline, write
+from memstream.bench.quality.runner import ALL_SUITES, Options, run_quality
+from memstream.bench.quality.scoring import Scores, score
 
 
 def options_from_args(args: Any) -> Options:

@@ -29,7 +29,7 @@ from typing import Any
 
 from rich.console import Console
 
-from memstream.ops.quality.suite import Question, Suite
+from memstream.bench.quality.suite import Question, Suite
 from memstream.services.settings import Settings
 
 SERVED = "memstream, served (Kafka)"
@@ -101,7 +101,7 @@ def run_served(
     """Publish ``suite``'s events to a fresh stack + worker, then ask its questions twice (with
     and without anchors). Returns rankings per system, seconds per stage, dead letters and error
     replies."""
-    from memstream.ops.bench_kit import publish_events, start_worker
+    from memstream.bench.kit import publish_events, start_worker
     from memstream.ops.ingest_status import wait_for
     from memstream.ops.stack import EmbeddedStack
     from memstream.ops.up import prepare

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memstream.ops.quality.suite import Question, Suite, doc_id
+from memstream.bench.quality.suite import Question, Suite, doc_id
 
 SGD_EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -26,8 +26,8 @@ import random
 from collections.abc import Callable
 from datetime import datetime
 
-from memstream.ops.quality.suite import Suite
-from memstream.ops.quality.trap_case import DAY, TrapCase
+from memstream.bench.quality.suite import Suite
+from memstream.bench.quality.trap_case import DAY, TrapCase
 
 HELDOUT_SEED = 20261203
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
-from memstream.ops.bench_kit import publish_events, synthetic_events
-from memstream.ops.bench_query import questions
+from memstream.bench.kit import publish_events, synthetic_events
+from memstream.bench.query import questions
 from memstream.services.settings import Settings
 
 out = Console(highlight=False)
@@ -40,7 +40,7 @@ def _spawn_worker(settings: Settings, log: Path, **env: str) -> subprocess.Popen
     full["MEMSTREAM_LOG_LEVEL"] = "warn"
     with log.open("ab") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "memstream.ops.cli", "worker"],
+            [sys.executable, "-m", "memstream.cli", "worker"],
             env=full,
             stdout=sink,
             stderr=subprocess.STDOUT,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memstream.ops.quality.suite import Suite
+from memstream.bench.quality.suite import Suite
 
 MEMORY_GROUPS = ("trap question", "product named", "LoCoMo question", "SGD question")
 OTHER_GROUPS = ("small talk", "general knowledge", "arithmetic", "instruction")
@@ -265,7 +265,7 @@ _PRODUCT_SHAPES = (
 
 def _things(suite: Suite) -> dict[str, list[str]]:
     """tenant → product kinds its memories mention (from the trap vocabulary)."""
-    from memstream.ops.quality.trap_case import ITEMS
+    from memstream.bench.quality.trap_case import ITEMS
 
     found: dict[str, list[str]] = {}
     for event in suite.events:

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memstream.ops.quality import metrics
-from memstream.ops.quality.gate_set import gate_rates
-from memstream.ops.quality.runner import REPORTED, SuiteRun
-from memstream.ops.quality.served import SERVED
-from memstream.ops.quality.suite import Question
+from memstream.bench.quality import metrics
+from memstream.bench.quality.gate_set import gate_rates
+from memstream.bench.quality.runner import REPORTED, SuiteRun
+from memstream.bench.quality.served import SERVED
+from memstream.bench.quality.suite import Question
 
 ANSWERABLE = "1-4 (answerable)"
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstream.ops.quality.suite import Question, doc_id
+from memstream.bench.quality.suite import Question, doc_id
 
 DAY = timedelta(days=1)
 ITEMS = [

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 
-from memstream.ops.gateway.service import Doors
+from memstream.gateway.service import Doors
 from memstream.ops.stack import StackError, port_is_free, resolve_settings
 from memstream.services.settings import Settings
 
@@ -26,7 +26,7 @@ def url_of(host: str, port: int) -> str:
 def gateway(settings: Settings, *, host: str, port: int) -> int:
     import uvicorn
 
-    from memstream.ops.gateway.app import create_app
+    from memstream.gateway.app import create_app
 
     resolved = resolve_settings(settings)
     if not port_is_free(port, host):
@@ -60,7 +60,7 @@ def gateway(settings: Settings, *, host: str, port: int) -> int:
 
 
 def mcp_stdio(settings: Settings) -> int:
-    from memstream.ops.gateway.mcp import run_stdio
+    from memstream.gateway.mcp import run_stdio
 
     logging.getLogger().handlers[:] = [logging.StreamHandler(sys.stderr)]
     resolved = resolve_settings(settings)

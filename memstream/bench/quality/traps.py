@@ -26,8 +26,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstream.ops.quality.suite import Suite
-from memstream.ops.quality.trap_case import (
+from memstream.bench.quality.suite import Suite
+from memstream.bench.quality.trap_case import (
     CLAIMS,
     COLOURS,
     COMPLAINTS,

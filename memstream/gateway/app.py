@@ -22,8 +22,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memstream.ops.gateway.auth import DoorError, Principal, erasable_tenant
-from memstream.ops.gateway.service import REPLY_STATUS, Doors
+from memstream.gateway.auth import DoorError, Principal, erasable_tenant
+from memstream.gateway.service import REPLY_STATUS, Doors
 from memstream.ops.history import tombstone_json, version_json
 
 REQUEST_ID = "X-Request-Id"
@@ -122,7 +122,7 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
     session_manager = None
     mcp_app = None
     if mcp:
-        from memstream.ops.gateway.mcp import build_server, http_endpoint
+        from memstream.gateway.mcp import build_server, http_endpoint
 
         mcp_server = build_server(doors, default_credential=None)
         mcp_app, session_manager = http_endpoint(mcp_server)
@@ -289,12 +289,12 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
-        from memstream.ops.gateway.pages import docs_page
+        from memstream.gateway.pages import docs_page
 
         return HTMLResponse(docs_page(app.openapi()))
 
     if ui:
-        from memstream.ops.gateway.ui import add_ui
+        from memstream.gateway.ui import add_ui
 
         add_ui(app, doors)
     if mcp_app is not None:
