@@ -1,6 +1,7 @@
 """handle_retrieve: a RetrievalRequest (already decoded) → a RetrievalReply record.
 
-validate → (deadline) → known tenant → gate → reply cache → embed ‖ keyword search → vector
+validate → (deadline) → known tenant → gate → the period the question names, as valid time
+(``in_period``) → reply cache → embed ‖ keyword search → vector
 search (anchored and open) → fetch versions (tenant-scoped) ‖ vector-score the keyword
 candidates outside the vector top k → score, arbitrate, render (pure
 domain) → (a question without a strong cue: gate again on what was found) → cache (in the
@@ -25,6 +26,7 @@ from memstream.services.domain import versioning
 from memstream.services.domain.errors import InvalidRequest
 from memstream.services.domain.gating import evidence_from, gate
 from memstream.services.domain.model import Anchor, MemoryVersion
+from memstream.services.domain.periods import valid_time
 from memstream.services.domain.query import (
     Candidate,
     RetrievalRequest,
@@ -94,8 +96,9 @@ class _Clock:
         return self.stages
 
 
-def request_key(request: RetrievalRequest) -> str:
-    """What makes two requests the same question (ids, reply address and deadline excluded)."""
+def request_key(request: RetrievalRequest, period: str = "") -> str:
+    """What makes two requests the same question (ids, reply address and deadline excluded);
+    ``period`` is the note on the period the question names (``in_period``)."""
 
     def anchors(items: Sequence[Anchor]) -> list[str]:
         return sorted(f"{a.type}:{a.id}" for a in items)
@@ -114,8 +117,28 @@ def request_key(request: RetrievalRequest) -> str:
         "known_at": iso(request.known_at),
         "limit": request.limit,
         "force": request.force,
+        "period": period,
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+
+def in_period(request: RetrievalRequest, now: datetime) -> tuple[RetrievalRequest, str]:
+    """The request as it is searched when its question names a period, and the note on it.
+
+    Only a request that sets neither ``as_of`` nor ``time_window`` is read (what the agent set
+    wins). A period that has ended becomes ``as_of`` (``periods.valid_time``): the version of
+    each memory valid then, scored as of then; a memory that had no version yet is not an
+    answer about that time. A memory with one version (a purchase, a message) stays valid from
+    when it happened, so "what did I buy in March?" still finds March's purchases — and,
+    scored as of March, before older ones. Valid time, not a window on ``occurred_at``: a
+    window would lose the price set in February that was still the price in March.
+    """
+    if request.as_of is not None or request.time_window is not None:
+        return request, ""
+    as_of, note = valid_time(request.query, now)
+    if as_of is None:
+        return request, note
+    return dataclasses.replace(request, as_of=as_of), note
 
 
 def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
@@ -259,7 +282,10 @@ class Retriever:
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:
             return self._skipped(request_id, decision.reason, timer, now)
-        key = request_key(request)
+        # The gate reads the question as asked: a date in it does not by itself call for memory.
+        asked = request
+        request, period = in_period(request, now)
+        key = request_key(request, period)
         cached = await self._cached_reply(request.tenant_id, key)
         timer.lap("cache")
         if cached is not None:
@@ -271,13 +297,13 @@ class Retriever:
         if decision.probe:
             # No strong cue: what the retrieval found decides (names a held term, or close).
             found = ((r.scores.vector, r.candidate.content) for r in results)
-            decision = gate(request, now, self.load, evidence_from(request.query, found))
+            decision = gate(asked, now, self.load, evidence_from(request.query, found))
             timer.lap("gate_evidence")
             if not decision.needs_memory:
                 return self._skipped(request_id, decision.reason, timer, now)
         gate_record = {
             "decision": "forced" if request.force else "retrieve",
-            "reason": decision.reason,
+            "reason": f"{decision.reason}; {period}" if period else decision.reason,
         }
         reply: dict[str, Any] = {
             "request_id": request_id,

@@ -1,0 +1,190 @@
+"""A question that names a past period is answered with what was valid then, on the real read
+path (Postgres, Qdrant Edge, Redis, the bundled model): a price memory with four versions asked
+about each past month in English and Chinese gets the version valid in that month; a question
+naming no period gets today's; a purchase (a memory with one version) is still found by the month
+it was made in."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memstream.ops.local import LocalMemstream
+from memstream.services.domain.timespans import MONTHS
+from memstream.services.settings import Settings
+
+PRICES = ("$89", "$99", "$109", "$119")
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def month_start(now: datetime, back: int) -> datetime:
+    months = now.year * 12 + now.month - 1 - back
+    return datetime(months // 12, months % 12 + 1, 1, tzinfo=UTC)
+
+
+def english(moment: datetime) -> str:
+    return f"{MONTHS[moment.month - 1].title()} {moment.year}"
+
+
+@pytest.fixture
+def world(
+    pg_dsn: str, tmp_path: Path
+) -> Iterator[tuple[LocalMemstream, Clock, str, list[datetime]]]:
+    """Four prices of the X1, set on the 10th of months 8, 6, 4 and 2 back; one purchase of
+    the user in each of those months; the clock at the real now (events are checked against
+    it)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    clock = Clock(now)
+    tenant = f"period-{uuid.uuid4().hex[:10]}"
+    set_on = [month_start(now, back) + timedelta(days=9) for back in (8, 6, 4, 2)]
+    events: list[dict[str, Any]] = []
+    for n, (when, price) in enumerate(zip(set_on, PRICES, strict=True)):
+        events.append(
+            {
+                "event_id": f"price-{n}",
+                "tenant_id": tenant,
+                "memory_key": "price:X1",
+                "entity_type": "product",
+                "entity_id": "X1",
+                "fact_type": "price",
+                "content": f"The X1 blender costs {price}.",
+                "source_system": "erp",
+                "occurred_at": when.isoformat(),
+            }
+        )
+    for n, (when, item) in enumerate(
+        zip(set_on, ("a kettle", "a toaster", "a rice cooker", "a juicer"), strict=True)
+    ):
+        events.append(
+            {
+                "event_id": f"order-{n}",
+                "tenant_id": tenant,
+                "entity_type": "order",
+                "entity_id": f"O-{n}",
+                "entities": [{"type": "customer", "id": "u1"}],
+                "fact_type": "purchase",
+                "content": f"Customer u1 bought {item}.",
+                "source_system": "shop",
+                "occurred_at": (when + timedelta(days=3)).isoformat(),
+            }
+        )
+    settings = Settings(
+        data_dir=tmp_path, postgres_dsn=pg_dsn, redis_url="redis://127.0.0.1:6379/0"
+    )
+
+    async def start() -> LocalMemstream:
+        local = await LocalMemstream.start(settings, clock=clock)
+        report = await local.ingest(events)
+        assert not report.dead, report.dead
+        return local
+
+    loop = asyncio.new_event_loop()
+    local = loop.run_until_complete(start())
+    local.loop = loop  # type: ignore[attr-defined]  # every request runs on the loop it started on
+    try:
+        yield local, clock, tenant, set_on
+    finally:
+        loop.run_until_complete(local.stop())
+        loop.close()
+
+
+def ask(local: LocalMemstream, tenant: str, query: str, **extra: Any) -> dict[str, Any]:
+    request = {"request_id": uuid.uuid4().hex, "tenant_id": tenant, "query": query}
+    loop: asyncio.AbstractEventLoop = local.loop  # type: ignore[attr-defined]
+    reply = loop.run_until_complete(local.retrieve({**request, "force": True, "limit": 5, **extra}))
+    assert reply["status"] == "ok", reply
+    return reply
+
+
+def price(reply: dict[str, Any]) -> str:
+    top = [r for r in reply["results"] if r["memory_key"] == "price:X1"]
+    assert top, reply["results"]
+    return next(p for p in PRICES if p in top[0]["content"])
+
+
+def test_each_past_month_gets_the_price_valid_then_in_english_and_chinese(
+    world: tuple[LocalMemstream, Clock, str, list[datetime]],
+) -> None:
+    local, _, tenant, set_on = world
+    for when, expected in zip(set_on, PRICES, strict=True):
+        for query in (
+            f"What was the price of the X1 blender in {english(when)}?",
+            f"what did the X1 blender cost in {MONTHS[when.month - 1]} {when.year}",
+            f"X1 blender 在{when.year}年{when.month}月的价格是多少？",
+            f"X1 blender {when.month}月的价格是多少？",  # no year: the most recent such month
+        ):
+            reply = ask(local, tenant, query)
+            assert price(reply) == expected, (query, reply["gate"])
+            assert f"period: {english(when)}" in reply["gate"]["reason"], reply["gate"]
+        # The month after a change and before the next keeps the price set before it.
+        between = month_start(when, -1)
+        reply = ask(local, tenant, f"What was the X1 blender's price in {english(between)}?")
+        assert price(reply) == expected
+
+
+def test_no_period_gets_the_current_price_and_an_explicit_as_of_wins(
+    world: tuple[LocalMemstream, Clock, str, list[datetime]],
+) -> None:
+    local, _, tenant, set_on = world
+    for query in ("What is the price of the X1 blender?", "X1 blender 多少钱？"):
+        reply = ask(local, tenant, query)
+        assert price(reply) == PRICES[-1]
+        assert "period:" not in reply["gate"]["reason"]
+    # What the agent set is not overridden by what the question says.
+    reply = ask(
+        local,
+        tenant,
+        f"What was the price of the X1 blender in {english(set_on[0])}?",
+        as_of=(set_on[2] + timedelta(days=1)).isoformat(),
+    )
+    assert price(reply) == PRICES[2]
+    assert "period:" not in reply["gate"]["reason"]
+
+
+def test_a_relative_period_moves_with_the_clock_and_the_cache_follows(
+    world: tuple[LocalMemstream, Clock, str, list[datetime]],
+) -> None:
+    local, clock, tenant, _ = world
+    query = "What was the price of the X1 blender two months ago?"
+    assert price(ask(local, tenant, query)) == PRICES[3]
+    assert price(ask(local, tenant, "X1 blender 两个月前的价格")) == PRICES[3]
+    # Asked two months earlier, "two months ago" is another month: the reply cached for the
+    # same words is not reused.
+    clock.now = month_start(clock.now, 2) + timedelta(days=14)
+    reply = ask(local, tenant, query)
+    assert price(reply) == PRICES[2]
+    assert f"period: {english(month_start(clock.now, 2))}" in reply["gate"]["reason"]
+
+
+def test_a_month_finds_the_purchases_made_in_it(
+    world: tuple[LocalMemstream, Clock, str, list[datetime]],
+) -> None:
+    local, _, tenant, set_on = world
+    items = ("a kettle", "a toaster", "a rice cooker", "a juicer")
+    for when, item in zip(set_on, items, strict=True):
+        for query in (
+            f"What did I buy in {english(when)}?",
+            f"我{when.year}年{when.month}月买了什么？",
+        ):
+            reply = ask(local, tenant, query, user_id="u1")
+            bought = [r["content"] for r in reply["results"] if r["fact_type"] == "purchase"]
+            assert any(item in b for b in bought), (query, bought)
+            later = items[items.index(item) + 1 :]
+            assert not any(i in b for b in bought for i in later), (query, bought)
+            if query.startswith("What"):
+                # Scored as of the month's end, its purchase is the freshest. (The Chinese
+                # question shares no words with the English records: its order is noise.)
+                assert item in bought[0], (query, bought)
