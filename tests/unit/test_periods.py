@@ -115,6 +115,8 @@ def test_reads_the_period_a_question_names(text: str, expected: tuple[str, str, 
         "why is the sky blue?",
         "我的订单到哪了",
         "I need it in three months",
+        "what did I buy in the last month?",  # the stretch up to now: the current state
+        "how much did I spend over the last year",
         "",
     ],
 )

@@ -21,7 +21,7 @@ Several separate periods make the span that covers them.
 
 What is not a period: a number that only looks like a year ("the 2023 model", "XR-2000",
 "2024 dollars", "2023年款"), a bare year without a preposition, "May I …", "march" as a verb,
-"Q1" inside an id. A bare year is read after "in", "during", "throughout", "for", "from",
+"Q1" inside an id, "the last month" (the stretch up to now). A bare year is read after "in", "during", "throughout", "for", "from",
 "between", "year", or in a span.
 
 ``Period.moment`` is the instant a question about the period is answered at (valid time): the
@@ -216,7 +216,8 @@ _STRICT: list[tuple[re.Pattern[str], Reader]] = [
      lambda m, now: which(m["qual"], lambda y: quarter(y, int(m["q"])), now)),
     (re.compile(r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b", re.I),
      lambda m, now: ago(_number(m["n"]), m["unit"].casefold(), now)),
-    (re.compile(r"\b(?P<qual>last|this|previous)\s+(?P<unit>week|month|quarter|year)\b",
+    # "the last month" ("over the last year") is the stretch up to now, not a calendar unit.
+    (re.compile(r"(?<!the\s)\b(?P<qual>last|this|previous)\s+(?P<unit>week|month|quarter|year)\b",
                 re.I),
      lambda m, now: (this if m["qual"].casefold() == "this" else
                      lambda unit, now: ago(1, unit, now))(m["unit"].casefold(), now)),
