@@ -117,6 +117,7 @@ def test_reads_the_period_a_question_names(text: str, expected: tuple[str, str, 
         "I need it in three months",
         "what did I buy in the last month?",  # the stretch up to now: the current state
         "how much did I spend over the last year",
+        "what did I leave in Jan's car?",
         "",
     ],
 )

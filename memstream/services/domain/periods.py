@@ -88,7 +88,7 @@ _NUM = (
 _CN_NUM = r"[〇零一二两三四五六七八九十]{1,3}"
 _UNIT = r"(?P<unit>day|week|month|quarter|year)s?"
 _OPEN = r"(?<![\w\-/.])"  # a number glued to letters, a dash or a slash is an id, not a date
-_CLOSE = r"(?![\w\-/])"
+_CLOSE = r"(?![\w\-/'’])"  # "in Jan's car": a name
 _NO_YEAR = r"(?!,?\s*(?:of\s+)?(?:1[89]|2[01])\d\d)"  # the dated form reads it instead
 _NOT_YEAR_WORD = r"(?!\s+(?:" + "|".join(_NOT_A_YEAR) + r")\b)"
 
