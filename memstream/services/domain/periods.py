@@ -21,8 +21,9 @@ Several separate periods make the span that covers them.
 
 What is not a period: a number that only looks like a year ("the 2023 model", "XR-2000",
 "2024 dollars", "2023年款"), a bare year without a preposition, "May I …", "march" as a verb,
-"Q1" inside an id, "the last month" (the stretch up to now). A bare year is read after "in", "during", "throughout", "for", "from",
-"between", "year", or in a span.
+"Q1" inside an id, "the last month" (the stretch up to now). A bare year is read after "in",
+"during", "throughout", "for", "from", "between", "year", or in a span. "n years ago" is the
+month n years back; "last year" the calendar year.
 
 ``Period.moment`` is the instant a question about the period is answered at (valid time): the
 last instant of the period — the last state the period saw, which includes a change made during
@@ -104,6 +105,12 @@ def _cn_number(text: str) -> int:
     for char in text:
         value = value * 10 + _CN_DIGITS.get(char, 0)
     return value
+
+
+def _back(n: int, unit: str, now: datetime) -> Period | None:
+    """ "n units ago": that day, week, month or quarter; for years, the month n years back
+    ("a year ago" asked in January is last January, not the whole of last year)."""
+    return ago(12 * n, "month", now) if unit == "year" else ago(n, unit, now)
 
 
 def _number(text: str) -> int:
@@ -215,7 +222,7 @@ _STRICT: list[tuple[re.Pattern[str], Reader]] = [
     (re.compile(r"\b(?P<qual>in|during|last|this)\s+" + _OPEN + r"Q(?P<q>[1-4])" + _CLOSE),
      lambda m, now: which(m["qual"], lambda y: quarter(y, int(m["q"])), now)),
     (re.compile(r"\b" + _NUM + r"\s+" + _UNIT + r"\s+ago\b", re.I),
-     lambda m, now: ago(_number(m["n"]), m["unit"].casefold(), now)),
+     lambda m, now: _back(_number(m["n"]), m["unit"].casefold(), now)),
     # "the last month" ("over the last year") is the stretch up to now, not a calendar unit.
     (re.compile(r"(?<!the\s)\b(?P<qual>last|this|previous)\s+(?P<unit>week|month|quarter|year)\b",
                 re.I),
@@ -224,7 +231,7 @@ _STRICT: list[tuple[re.Pattern[str], Reader]] = [
     (re.compile(r"\byesterday\b", re.I), lambda m, now: ago(1, "day", now)),
     (re.compile(r"(?P<n>\d{1,3}|" + _CN_NUM
                 + r")(?P<unit>天|日|个?(?:星期|礼拜)|周|个月|个?季度|年)(?:之|以)?前"),
-     lambda m, now: ago(_cn_number(m["n"]), _CN_UNITS[m["unit"].lstrip("个")], now)),
+     lambda m, now: _back(_cn_number(m["n"]), _CN_UNITS[m["unit"].lstrip("个")], now)),
     (re.compile(r"(?P<qual>上|这|本)(?:一)?个?(?P<unit>星期|礼拜|周|月|季度)"),
      lambda m, now: (this if m["qual"] != "上" else lambda unit, now: ago(1, unit, now))(
          _CN_UNITS[m["unit"]], now)),
