@@ -126,25 +126,27 @@ def in_period(request: RetrievalRequest, now: datetime) -> tuple[RetrievalReques
     """The request as it is searched when its question names a period, and the note on it.
 
     Only a request that sets neither ``as_of`` nor ``time_window`` is read (what the agent set
-    wins). A period that has ended becomes ``as_of`` (``periods.valid_time``): the version of
-    each memory valid then, scored as of then; a memory that had no version yet is not an
-    answer about that time. A memory with one version (a purchase, a message) stays valid from
-    when it happened, so "what did I buy in March?" still finds March's purchases — and,
-    scored as of March, before older ones. Valid time, not a window on ``occurred_at``: a
-    window would lose the price set in February that was still the price in March.
+    wins). A period that has ended sets ``period_moment`` (``periods.valid_time``): every
+    version is searched, and each memory found is answered with its version valid at that
+    moment ("the price in March 2024" is March's price, not today's). A memory that began
+    after the moment is kept as it is now: what was said in April about March is still an
+    answer about March (LoCoMo: 4 of 47 period questions in three conversations have all
+    their evidence told after the period; ``as_of`` would lose them). A memory with one
+    version is the same either way, so "what did I buy in March?" finds what it found before.
     """
     if request.as_of is not None or request.time_window is not None:
         return request, ""
-    as_of, note = valid_time(request.query, now)
-    if as_of is None:
+    moment, note = valid_time(request.query, now)
+    if moment is None:
         return request, note
-    return dataclasses.replace(request, as_of=as_of), note
+    return dataclasses.replace(request, period_moment=moment), note
 
 
 def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
-    if request.known_at is not None:
+    if request.known_at is not None or request.period_moment is not None:
         # Transaction time: what is current now may not have been then, so search every
-        # version and re-derive each memory's chain as it was known (see _as_known).
+        # version and re-derive each memory's chain as it was known (see _as_known); a
+        # period the question names: the version valid then may not be the current one.
         return VectorFilter(
             current_only=False,
             anchors=anchors,
@@ -358,10 +360,12 @@ class Retriever:
         keyword_scores: dict[str, float],
     ) -> list[MemoryVersion]:
         """For each memory found, the version that was valid at ``as_of`` (default: the
-        ``known_at`` moment itself) as memstream knew it at ``known_at``; it inherits the best
-        search scores of its memory's versions."""
-        assert request.known_at is not None
-        moment = request.as_of or request.known_at
+        period the question names, else the ``known_at`` moment itself) as memstream knew it
+        at ``known_at`` (default: now); it inherits the best search scores of its memory's
+        versions. For a period the question names, a memory that began after it keeps the
+        version current (see ``in_period``)."""
+        moment = request.as_of or request.period_moment or request.known_at
+        assert moment is not None
         best_vector: dict[str, float] = {}
         best_keyword: dict[str, float] = {}
         for v in found:
@@ -374,7 +378,12 @@ class Retriever:
             chains.setdefault(v.memory_key, []).append(v)
         chosen: list[MemoryVersion] = []
         for key, chain in chains.items():
-            then = versioning.valid_at(versioning.known_at(chain, request.known_at), moment)
+            if request.known_at is not None:
+                chain = versioning.known_at(chain, request.known_at)
+            then = versioning.valid_at(chain, moment)
+            later = all(v.valid_from > moment for v in chain)
+            if then is None and request.as_of is None and request.period_moment and later:
+                then = versioning.current_of(chain)
             if then is None:
                 continue
             if key in best_vector:
@@ -445,7 +454,7 @@ class Retriever:
             self._queries.versions(tenant, ids) if ids else _no_hits(),
             self._complete(request, vector, vector_scores, keyword_scores),
         )
-        if request.known_at is not None and versions:
+        if (request.known_at or request.period_moment) is not None and versions:
             versions = await self._as_known(request, versions, vector_scores, keyword_scores)
         timer.lap("fetch")
         candidates = [
