@@ -339,12 +339,12 @@ def asks_about_now(text: str) -> bool:
 def valid_time(text: str, now: datetime) -> tuple[datetime | None, str]:
     """The valid time a question asks about, and the note its reply's reason carries.
 
-    ``(as_of, note)``: ``as_of`` is the period's ``moment`` when the period has ended — the
-    question is then answered with what was valid at that moment (for a memory with versions,
-    the version valid then). It is ``None`` when the question names no period, when the period
-    has not ended (the current state is the answer), lies ahead, or when the question asks
-    about now (``asks_about_now``). The note names the period read and what was done with it
-    ("period: March 2024 (as of 2024-03-31)"); empty when no period is named.
+    ``(moment, note)``: ``moment`` is the period's ``moment`` when the period has ended — the
+    question is then answered, for each memory, with the version valid at that moment. It is
+    ``None`` when the question names no period, when the period has not ended (the current
+    state is the answer), lies ahead, or when the question asks about now
+    (``asks_about_now``). The note names the period read and what was done with it ("period:
+    March 2024 (as of 2024-03-31)"); empty when no period is named.
     """
     period = read_period(text, now)
     if period is None:
