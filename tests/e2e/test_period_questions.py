@@ -81,6 +81,27 @@ def world(
                 "occurred_at": (when + timedelta(days=3)).isoformat(),
             }
         )
+    later = {  # a memory that began after the first months asked about, then changed
+        "tenant_id": tenant,
+        "memory_key": "price:X2",
+        "entity_type": "product",
+        "entity_id": "X2",
+        "fact_type": "price",
+        "source_system": "erp",
+    }
+    events += [
+        {**later, "event_id": "x2-0", "content": "The X2 grinder costs $40.",
+         "occurred_at": set_on[2].isoformat()},
+        {**later, "event_id": "x2-1", "content": "The X2 grinder costs $45.",
+         "occurred_at": set_on[3].isoformat()},
+    ]  # fmt: skip
+    promo = {**later, "memory_key": "promo:X1", "entity_id": "X1", "fact_type": "promotion"}
+    events += [
+        {**promo, "event_id": "promo-0", "content": "The X1 blender is on a 2-for-1 promotion.",
+         "occurred_at": set_on[0].isoformat()},
+        {**promo, "event_id": "promo-1", "op": "RETRACT", "content": "",
+         "occurred_at": set_on[1].isoformat()},
+    ]  # fmt: skip
     settings = Settings(
         data_dir=tmp_path, postgres_dsn=pg_dsn, redis_url="redis://127.0.0.1:6379/0"
     )
@@ -181,7 +202,21 @@ def test_a_month_finds_its_purchases_and_what_was_said_about_it_later(
             f"What did I buy in {english(when)}?",
             f"我{when.year}年{when.month}月买了什么？",
         ):
-            reply = ask(local, tenant, query, user_id="u1")
+            reply = ask(local, tenant, query, user_id="u1", limit=10)
             bought = [r["content"] for r in reply["results"] if r["fact_type"] == "purchase"]
             assert any(item in b for b in bought), (query, bought)
             assert len(bought) == len(items), (query, bought)
+
+
+def test_a_memory_that_began_later_stays_and_one_retracted_by_then_does_not(
+    world: tuple[LocalMemstream, Clock, str, list[datetime]],
+) -> None:
+    local, _, tenant, set_on = world
+    early = english(set_on[0])
+    reply = ask(local, tenant, f"What was the price of the X2 grinder in {early}?")
+    x2 = [r for r in reply["results"] if r["memory_key"] == "price:X2"]
+    assert x2 and "$45" in x2[0]["content"]  # no version then: the memory as it is now
+    promo = f"Was there a promotion on the X1 blender in {english(set_on[0])}?"
+    assert "promo:X1" in [r["memory_key"] for r in ask(local, tenant, promo)["results"]]
+    retracted = f"Was there a promotion on the X1 blender in {english(set_on[2])}?"
+    assert "promo:X1" not in [r["memory_key"] for r in ask(local, tenant, retracted)["results"]]
