@@ -133,7 +133,7 @@ _VERB_AFTER = {
 
 
 def _bare_month(match: re.Match[str], now: datetime, qualifier: str | None) -> Period | None:
-    """A month named without a year (see ``_which``), unless it is the verb "may"/"march"."""
+    """A month named without a year (see ``timespans.which``), unless it is a verb."""
     word = _g(match, "mon").casefold()
     verb = _VERB_AFTER.get(word)
     if verb is not None and verb.match(match.string, match.end()):
