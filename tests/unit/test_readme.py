@@ -2,7 +2,7 @@
 
 - every relative link and image in README.md, ``docs/*.md`` and the schemas' README points at a
   file that exists, and a ``#anchor`` into a Markdown file at one of its headings (GitHub's
-  slugs);
+  slugs); so does every repository path they quote as code (``memstream/streams/app.py``);
 - every ``memstream <command>`` quoted in README.md and ``docs/*.md`` (in shell blocks and inline
   code) is a command: ``python -m memstream.cli <command> --help`` exits 0 (each command once,
   all in one subprocess), a quoted subcommand is one of its choices, and every quoted ``--flag``
@@ -46,6 +46,8 @@ SHELL = {"", "sh", "bash", "shell", "console"}
 COMMAND = re.compile(r"(?:^|(?<=[\s/]))memstream[ \t]+([a-z][a-z-]*)([^\n]*)")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
+# A repository path quoted as inline code: `memstream/streams/app.py`, `tests/e2e/`.
+REPO_PATH = re.compile(r"^(?:\.\./)*((?:memstream|tests|docs)/[\w./-]*)$")
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,17 @@ def test_readme_is_a_front_door() -> None:
 def test_every_relative_link_exists() -> None:
     problems = [problem for page in LINKED for problem in broken_links(page)]
     assert not problems, "\n".join(problems)
+
+
+def test_every_quoted_repository_path_exists() -> None:
+    missing = []
+    for page in LINKED:
+        _, prose = _split(page.read_text(encoding="utf-8"))
+        for _, span in INLINE_CODE.findall(prose):
+            path = REPO_PATH.match(span.strip())
+            if path and not (ROOT / path.group(1)).exists():
+                missing.append(f"{page.relative_to(ROOT)}: `{span.strip()}` does not exist")
+    assert not missing, "\n".join(missing)
 
 
 def test_the_docs_quote_commands() -> None:
