@@ -305,3 +305,35 @@ def test_every_variable_is_in_the_command_line_help() -> None:
     text = _parser().format_help()
     for name, _ in KAFKA_ENVIRONMENT:
         assert name in text
+
+
+def test_docker_compose_worker_settings_match_the_listener_it_connects_to(
+    pki: Pki, tmp_path: Path
+) -> None:
+    """docker-compose.yml (not run here) gives the worker only settings memstream reads, and
+    they name the protocol and mechanism of the broker listener on MEMSTREAM_BROKER's port."""
+    import yaml
+
+    from memstream.services.settings import ENVIRONMENT
+
+    compose = yaml.safe_load((Path(__file__).parents[2] / "docker-compose.yml").read_text())
+    kafka = compose["services"]["kafka"]["environment"]
+    worker = compose["services"]["worker"]["environment"]
+    known = {name for name, _, _ in ENVIRONMENT} | {name for name, _ in KAFKA_ENVIRONMENT}
+    assert {k for k in worker if k.startswith("MEMSTREAM_")} <= known
+    port = worker["MEMSTREAM_BROKER"].rsplit(":", 1)[1]
+    listeners = dict(
+        reversed(item.split("://")) for item in kafka["KAFKA_LISTENERS"].split(",")
+    )  # ":9096" → "WORKER"
+    name = listeners[f":{port}"]
+    protocol_map = kafka["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+    protocols = dict(item.split(":") for item in protocol_map.split(","))
+    assert worker["MEMSTREAM_KAFKA_SECURITY_PROTOCOL"] == protocols[name]
+    assert worker["MEMSTREAM_KAFKA_SASL_MECHANISM"] in kafka["KAFKA_SASL_ENABLED_MECHANISMS"]
+    password = tmp_path / "password"
+    password.write_text("worker-secret\n")
+    env = dict(worker)  # the container's files, replaced by this test's own
+    env["MEMSTREAM_KAFKA_SASL_PASSWORD_FILE"] = str(password)
+    env["MEMSTREAM_KAFKA_SSL_CA_FILE"] = str(pki.ca)
+    security = Settings.from_env(env).kafka
+    assert security.protocol == "SASL_SSL" and security.username == "memstream-worker"
