@@ -112,6 +112,7 @@ def test_without_a_ca_file_the_system_store_is_used(pki: Pki) -> None:
     del env["MEMSTREAM_KAFKA_SSL_CA_FILE"]
     security = KafkaSecurity.from_env(env)
     assert security.librdkafka_config()["ssl.ca.location"] == "probe"
+    Producer({"bootstrap.servers": "127.0.0.1:1", **security.librdkafka_config()})
     assert security.ssl_context().verify_mode == ssl.CERT_REQUIRED
 
 
