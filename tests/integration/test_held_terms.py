@@ -16,7 +16,7 @@ from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_held import PostgresHeldTerms, build_held
 from memstream.services.domain.gating import own_terms
 from memstream.services.domain.model import Op
-from memstream.services.ports import VectorFilter
+from memstream.services.ports import TermCounts, VectorFilter
 from tests.conftest import unique
 from tests.integration.test_postgres_queries import put
 
@@ -59,7 +59,8 @@ async def test_only_the_askers_own_current_memories_count(
 
     terms = own_terms("why the return? blender, espresso, kettle, toaster, ladder?")
     counts = await held.held_terms(tenant, terms, MINE)
-    assert counts == {
+    assert counts.memories == 3  # the two returns notes and the toaster: current, not retracted
+    assert counts.held == {
         "blender": 2,
         "espresso": 0,  # another user's word
         "kettle": 0,  # superseded
@@ -68,10 +69,8 @@ async def test_only_the_askers_own_current_memories_count(
         "toaster": 1,
     }
     # The same user id in another tenant: only that tenant's rows.
-    assert (await held.held_terms(other_tenant, ["espresso", "blender"], MINE)) == {
-        "espresso": 1,
-        "blender": 0,
-    }
+    elsewhere = await held.held_terms(other_tenant, ["espresso", "blender"], MINE)
+    assert elsewhere == TermCounts(1, {"espresso": 1, "blender": 0})
 
 
 async def test_short_stems_match_whole_inflected_words_and_chinese_grams(
@@ -80,19 +79,20 @@ async def test_short_stems_match_whole_inflected_words_and_chinese_grams(
     await put(repo, tenant, "The comet photo print is coming on Friday.", entity=("user", "U-1"))
     await put(repo, tenant, "换货申请已受理，新的音箱已寄出。", entity=("customer", "U-1"))
     counts = await held.held_terms(tenant, ["come", "音箱", "换货", "退款"], MINE)
-    assert counts == {"come": 1, "音箱": 1, "换货": 1, "退款": 0}
+    assert counts == TermCounts(2, {"come": 1, "音箱": 1, "换货": 1, "退款": 0})
     # "run" is a short stem: its whole words count, not a word that merely starts with it.
     await put(repo, tenant, "Runway lights checked.", entity=("customer", "U-1"))
-    assert (await held.held_terms(tenant, ["running"], MINE)) == {"running": 0}
+    assert (await held.held_terms(tenant, ["running"], MINE)).held == {"running": 0}
 
 
 async def test_without_anchors_nothing_is_counted(
     repo: PostgresMemoryRepository, held: PostgresHeldTerms, tenant: str
 ) -> None:
     await put(repo, tenant, "Blender returned.", entity=("customer", "U-1"))
-    assert (await held.held_terms(tenant, ["blender"], VectorFilter())) == {}
+    assert (await held.held_terms(tenant, ["blender"], VectorFilter())) == TermCounts(0, {})
     assert build_held(tenant, ["blender"], VectorFilter()) is None
-    assert (await held.held_terms(tenant, [], MINE)) == {}
+    # No word to look for: still how many memories the asker has (a broad record or not).
+    assert (await held.held_terms(tenant, [], MINE)) == TermCounts(1, {})
 
 
 async def test_user_text_is_a_parameter_never_sql(
@@ -101,5 +101,5 @@ async def test_user_text_is_a_parameter_never_sql(
     await put(repo, tenant, "Blender returned.", entity=("customer", "U-1"))
     hostile = ["blender'); DROP TABLE memory_versions; --", "x' OR '1'='1", "a:*|b", "%_\\"]
     counts = await held.held_terms(tenant, hostile, MINE)
-    assert set(counts) <= set(hostile)
-    assert (await held.held_terms(tenant, ["blender"], MINE)) == {"blender": 1}
+    assert set(counts.held) <= set(hostile)
+    assert (await held.held_terms(tenant, ["blender"], MINE)).held == {"blender": 1}

@@ -7,6 +7,8 @@ Rules, stated in domain terms and checked over generated evidence:
 - looking at the asker's memories never turns an answer into a skip (it only adds reasons to
   retrieve), and a skip happens only when neither the asker's nor the tenant's memory holds
   anything related;
+- beyond ``OWN_BROAD`` memories (a long conversation) a held word does not decide alone and
+  the similarity bar is the tenant's;
 - the reason names only words of the question and counts of the asker's own memories;
 - an active task or active entities always retrieve, whatever the load.
 """
@@ -22,12 +24,14 @@ from hypothesis import strategies as st
 from memstream.services.domain.gating import (
     FORCE_HINT,
     NEAR,
+    OWN_BROAD,
     OWN_NEAR,
     MemoryEvidence,
     gate,
     own_anchors,
     own_evidence,
     own_terms,
+    similarity_speaks,
 )
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import RetrievalRequest
@@ -125,7 +129,8 @@ def test_own_evidence_only_adds_reasons_to_retrieve(
     if without.needs_memory:
         assert with_own.needs_memory
     held = any(n > 0 for n in counts.values())
-    assert with_own.needs_memory == (without.needs_memory or held or own_near >= OWN_NEAR)
+    close = own_near >= OWN_NEAR and similarity_speaks(query)
+    assert with_own.needs_memory == (without.needs_memory or held or close)
 
 
 @given(QUERIES, COUNTS, SIMILARITY)
@@ -166,3 +171,17 @@ def test_chinese_only_questions_count_words_not_similarity() -> None:
     assert gate(asked("换货进度"), NOW, own=held).needs_memory
     mixed = asked("XR-500 换货进度")
     assert gate(mixed, NOW, own=own_evidence({}, 0.30, mixed)).needs_memory
+
+
+@given(COUNTS, SIMILARITY, st.integers(OWN_BROAD + 1, 10_000))
+def test_in_a_broad_memory_words_alone_do_not_decide(
+    counts: dict[str, int], own_near: float, memories: int
+) -> None:
+    question = asked("why is the sky blue?")
+    own = own_evidence(counts, own_near, question, memories)
+    decision = gate(question, NOW, own=own)
+    assert decision.needs_memory == (own_near >= NEAR)
+    small = own_evidence(counts, own_near, question, OWN_BROAD)
+    held = any(n > 0 for n in counts.values())
+    assert gate(question, NOW, own=small).needs_memory == (held or own_near >= OWN_NEAR)
+    assert not similarity_speaks("光合作用是什么") and similarity_speaks("XR-500 换货")

@@ -6,7 +6,8 @@ GIN index on ``anchors``, scoped by tenant_id), at most ``OWN_CAP`` of them; eac
 matched as keyword search matches it (``postgres_queries.query_terms``: an English word by its
 stem as a word prefix in the tsvector — "return" finds "returned" —, a stem under four letters
 by its inflected whole words, a CJK gram as a substring of the searchable text) and counted
-with ``count(*) FILTER``. Without anchors nothing is counted: this look is never tenant-wide.
+with ``count(*) FILTER``, next to how many memories were looked at. Without anchors nothing is
+counted: this look is never tenant-wide.
 SQL is composed with ``psycopg.sql`` and parameters. Driver errors become ``TransientError`` /
 ``AdapterError`` (``postgres.translate``). Must not import handlers or streams.
 """
@@ -23,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memstream.services.adapters.postgres import translate
 from memstream.services.adapters.postgres_queries import Term, query_terms
 from memstream.services.adapters.postgres_queries import _filters as filters
-from memstream.services.ports import VectorFilter
+from memstream.services.ports import TermCounts, VectorFilter
 
 # The asker's memories looked at: a person's own records are tens to hundreds; the cap bounds
 # the statement for an anchor that holds a whole conversation.
@@ -53,8 +54,8 @@ def _holds(term: Term, i: int, params: dict[str, Any]) -> sql.Composable:
 def build_held(
     tenant_id: str, words: Sequence[str], flt: VectorFilter, cap: int = OWN_CAP
 ) -> tuple[sql.Composed, dict[str, Any], list[str]] | None:
-    """The statement, its parameters and the words its columns count (in order); None when
-    there is nothing to count (no anchors, no usable word). Exposed so that tests can
+    """The statement, its parameters and the words its columns count (in order, after the
+    first column: the memories looked at); None without anchors. Exposed so that tests can
     EXPLAIN it."""
     if not flt.anchors:
         return None
@@ -65,13 +66,16 @@ def build_held(
             terms.append((word, term))
         if len(terms) >= MAX_TERMS:
             break
-    if not terms:
-        return None
     params: dict[str, Any] = {"cap": cap}
     where = sql.SQL(" AND ").join(filters(tenant_id, flt, params))
     counts = sql.SQL(", ").join(
-        sql.SQL("count(*) FILTER (WHERE {})").format(_holds(term, i, params))
-        for i, (_, term) in enumerate(terms)
+        [
+            sql.SQL("count(*)"),
+            *(
+                sql.SQL("count(*) FILTER (WHERE {})").format(_holds(term, i, params))
+                for i, (_, term) in enumerate(terms)
+            ),
+        ]
     )
     statement = sql.SQL(
         "SELECT {counts} FROM (SELECT tsv, search_text FROM memory_versions WHERE {where}"
@@ -89,10 +93,10 @@ class PostgresHeldTerms:
 
     async def held_terms(
         self, tenant_id: str, terms: Sequence[str], flt: VectorFilter
-    ) -> dict[str, int]:
+    ) -> TermCounts:
         built = build_held(tenant_id, terms, flt, self._cap)
         if built is None:
-            return {}
+            return TermCounts(0, {})
         statement, params, words = built
         try:
             async with self._pool.connection() as conn:
@@ -101,5 +105,6 @@ class PostgresHeldTerms:
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"looking up the asker's words in tenant {tenant_id!r}") from exc
         if row is None:
-            return {}
-        return {word: int(count) for word, count in zip(words, row, strict=True)}
+            return TermCounts(0, {})
+        held = {word: int(count) for word, count in zip(words, row[1:], strict=True)}
+        return TermCounts(int(row[0]), held)

@@ -28,7 +28,11 @@ In order:
       records, not the whole tenant: a terse question about one's own parcel ("when will
       the package get here") shares no word with "Shipment handed to the courier; expected
       drop-off Thursday" and is only 0.3-0.4 similar to it, while nothing else of the
-      tenant competes. Only the asker's own memories count here — another user's or
+      tenant competes. Beyond ``OWN_BROAD`` memories (a long conversation's turns, not a
+      person's records) the question's everyday words are held by chance ("world",
+      "point", "stand" among a speaker's 300 turns): there a held word does not decide
+      alone and the similarity bar is the tenant's ``NEAR``. Only the asker's own memories
+      count here — another user's or
       tenant's never do — and the reason names only words of the question and counts of
       the asker's memories ("the user's memory holds 'return' (3 memories); nearest 0.21").
    b. *Tenant memory* (``MemoryEvidence``): the handler retrieves; the question is answered
@@ -74,8 +78,10 @@ HIGH_LOAD = 0.9
 # question is about what memory holds, and the lower bar when it also names a held term.
 NEAR = 0.45
 NAMED_NEAR = 0.10
-# The same for the asker's own memories (see the module docstring, 5a).
+# The same for the asker's own memories (see the module docstring, 5a), and the number of
+# them beyond which they are a broad record (a long conversation) where words match by chance.
 OWN_NEAR = 0.25
+OWN_BROAD = 100
 FORCE_HINT = "send force=true to retrieve anyway"
 GENERIC = "no memory cue: generic question"
 
@@ -125,12 +131,26 @@ def similarity_speaks(query: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class OwnEvidence:
     """What a look at the asker's own memories found: for each content term of the question
-    that they hold, how many of them hold it; and the best cosine similarity of the question
-    with one of them (0 when there are none). ``whose`` names them in the reason."""
+    that they hold, how many of them hold it; the best cosine similarity of the question
+    with one of them (0 when there are none); how many there are (``memories``). ``whose``
+    names them in the reason."""
 
     held: tuple[tuple[str, int], ...]
     nearest: float
     whose: str = "the user's memory"
+    memories: int = 0
+
+    @property
+    def broad(self) -> bool:
+        """More than ``OWN_BROAD`` memories: a long conversation, not a person's records."""
+        return self.memories > OWN_BROAD
+
+    def decides(self, query: str) -> bool:
+        """Rule 5a: a held word, or the nearest memory close enough (``OWN_NEAR``; for a
+        broad memory the tenant's ``NEAR``, and words alone do not decide)."""
+        if self.broad:
+            return self.nearest >= NEAR and similarity_speaks(query)
+        return bool(self.held) or (self.nearest >= OWN_NEAR and similarity_speaks(query))
 
     def describe(self) -> str:
         if self.held:
@@ -138,17 +158,29 @@ class OwnEvidence:
                 f"{term!r} ({n} {'memory' if n == 1 else 'memories'})" for term, n in self.held[:3]
             )
             return f"{self.whose} holds {terms}; nearest {self.nearest:.2f}"
-        return f"{self.whose}: nearest {self.nearest:.2f} ≥ {OWN_NEAR}"
+        bar = NEAR if self.broad else OWN_NEAR
+        return f"{self.whose}: nearest {self.nearest:.2f} ≥ {bar}"
+
+    def falls_short(self, query: str) -> str:
+        """Why this look did not decide, for a skip's reason."""
+        if not similarity_speaks(query):
+            bar = "(not used: no Latin word)"
+        else:
+            bar = f"< {NEAR if self.broad else OWN_NEAR}"
+        words = f"{len(self.held)} words held of {self.memories} memories, not decisive"
+        held = words if self.broad and self.held else "no word held"
+        return f"{self.whose}: {held}, nearest {self.nearest:.2f} {bar}"
 
 
 def own_evidence(
-    counts: Mapping[str, int], nearest: float, request: RetrievalRequest
+    counts: Mapping[str, int], nearest: float, request: RetrievalRequest, memories: int = 0
 ) -> OwnEvidence:
     """``OwnEvidence`` from the number of the asker's memories holding each term (terms held
-    by none are dropped; most held first) and the nearest similarity among them."""
+    by none are dropped; most held first), the nearest similarity among them and how many
+    they are."""
     held = sorted(((t, n) for t, n in counts.items() if n > 0), key=lambda tn: (-tn[1], tn[0]))
     whose = "the user's memory" if request.user_id is not None else "the anchored entities' memory"
-    return OwnEvidence(tuple(held), nearest, whose)
+    return OwnEvidence(tuple(held), nearest, whose, memories)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +263,7 @@ def gate(
         if weak:
             return _skip(f"high load {load:.2f}: only weak cue {weak[0].describe()}")
         return _skip(f"high load {load:.2f}: {GENERIC}")
-    close = own is not None and own.nearest >= OWN_NEAR and similarity_speaks(request.query)
-    if own is not None and (own.held or close):
+    if own is not None and own.decides(request.query):
         return GateDecision(True, own.describe())
     if evidence is None:
         return GateDecision(False, "no strong cue: look at memory", probe=True)
@@ -244,10 +275,7 @@ def gate(
         )
     if evidence.nearest >= NEAR:
         return GateDecision(True, f"nearest memory {evidence.nearest:.2f} ≥ {NEAR}")
-    mine = ""
-    if own is not None:
-        bar = f"< {OWN_NEAR}" if similarity_speaks(request.query) else "(not used: no Latin word)"
-        mine = f"; {own.whose}: no word held, nearest {own.nearest:.2f} {bar}"
+    mine = "" if own is None else f"; {own.falls_short(request.query)}"
     return _skip(
         f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR}){mine}"
     )

@@ -45,6 +45,7 @@ from memstream.services.ports import (
     Embedder,
     HeldTerms,
     MemoryQueries,
+    TermCounts,
     VectorFilter,
     VectorHit,
     VectorIndex,
@@ -149,8 +150,8 @@ async def _no_hits() -> list[Any]:
     return []
 
 
-async def _no_counts() -> dict[str, int]:
-    return {}
+async def _no_counts() -> TermCounts:
+    return TermCounts(0, {})
 
 
 def error_reply(
@@ -339,7 +340,7 @@ class Retriever:
         terms = own_terms(request.query)
         counting = (
             self._held.held_terms(request.tenant_id, terms, flt)
-            if self._held is not None and terms
+            if self._held is not None
             else _no_counts()
         )
         counts_task = asyncio.ensure_future(counting)
@@ -350,7 +351,7 @@ class Retriever:
         finally:
             counts_task.cancel()
         nearest = max((hit.score for hit in hits), default=0.0)
-        return own_evidence(counts, nearest, request)
+        return own_evidence(counts.held, nearest, request, counts.memories)
 
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
