@@ -2,7 +2,9 @@
 
 An agent sends its user's id with every turn, and users ask about their own records tersely
 and in their own words ("parcel ETA?", "is the booking still on"), rarely with a cue word.
-This set is written apart from the suites and the gate's thresholds were not set on it: one
+This set is written apart from the suites, after the gate's ``OWN_NEAR`` was set; its first
+run showed that the bundled English encoder finds unrelated Chinese texts as similar as related
+ones (``gating.similarity_speaks`` followed), so its Chinese questions are no longer held out. One
 tenant of service records (shipments, exchanges, renewals, appointments, tickets, bills,
 bookings, warranty claims, Chinese ones too), each user holding a few of them, and per record
 two questions asked with that user's id — one that shares a word (its stem) with the record,

@@ -4,7 +4,8 @@ Half depend on memory: questions of the suites themselves (traps, LoCoMo, SGD, w
 agent knows: user, anchors, as_of, window) and questions that name a product kind a trap tenant's
 memories hold, without any cue word ("is the coffee grinder any good?"). Half do not: small talk,
 general knowledge, arithmetic and instructions to the agent, each asked in one of the suites'
-tenants (half of them with a user_id, as an agent sends it on every turn). Every question is
+tenants (half of them by a known asker, as an agent sends it on every turn: the tenant's
+user_id, or in a conversation the speaker's ``person`` anchor). Every question is
 asked without ``force``; ``bench quality`` reports the false-skip rate (memory questions the gate
 skipped) and the invalid-query rate (the others it let through) next to "always retrieve".
 Pure: seeded, no I/O.
