@@ -35,6 +35,7 @@ from memstream.services.adapters.postgres_credentials import (
 from memstream.services.adapters.postgres_dead_letters import PostgresDeadLetters
 from memstream.services.adapters.postgres_encoder import IndexEncoder, PostgresIndexEncoder
 from memstream.services.adapters.postgres_erasure import PostgresErasure
+from memstream.services.adapters.postgres_held import PostgresHeldTerms
 from memstream.services.adapters.postgres_ledger import PostgresLedger, schema_dsn
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
@@ -264,6 +265,7 @@ async def build(
         encode_reply=lambda reply: codec.encode("RetrievalReply", reply),
         decode_reply=lambda data: codec.decode("RetrievalReply", data),
         profiles=profiles,
+        held=PostgresHeldTerms(repo.pool),
     )
     guard = nonces = None
     # What arrives from the broker is verified; in-process callers (no reply sink: local

@@ -244,6 +244,29 @@ class MemoryQueries(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TermCounts:
+    """How many memories were looked at, and how many of them hold each term."""
+
+    memories: int
+    held: Mapping[str, int]
+
+
+class HeldTerms(Protocol):
+    """The gate's look at the asker's own memories (``gating.own_terms``)."""
+
+    async def held_terms(
+        self, tenant_id: str, terms: Sequence[str], flt: VectorFilter
+    ) -> TermCounts:
+        """How many UPSERT versions of ``tenant_id`` pass ``flt`` and, for each of ``terms``
+        (content words, CJK grams), how many of them hold it, matched as keyword search
+        matches a word (an English word by its stem at the start of a word, a short stem by
+        its inflected whole words, a gram as a substring); counted over at most a bounded
+        number of versions. ``flt`` must name ``anchors`` (the asker's): without them nothing
+        is counted. Never another tenant's rows."""
+        ...
+
+
 class Cache(Protocol):
     """Redis-backed caches. Every method degrades to a miss / no-op when the cache is down:
     it never raises for an outage (an outage must cost a computation, never an error)."""

@@ -483,6 +483,47 @@ def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str
     assert forced["gate"]["decision"] == "forced"
 
 
+def test_a_terse_personal_question_looks_in_the_users_own_memory(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "shipment:U-7",
+                "Shipment S-88 handed to the courier; drop-off expected on Thursday.",
+                ago=DAY,
+                entity="customer:U-7",
+                fact="shipment",
+            ),
+            memory(
+                tenant,
+                "exchange:U-9",
+                "Jacket swapped for a larger size after a fit complaint from the buyer.",
+                ago=DAY,
+                entity="customer:U-9",
+                fact="exchange",
+            ),
+        ],
+    )
+    # No cue word; the user's own record holds "courier": answered, and the reason says so.
+    terse = ask(setup, "courier ETA?", tenant, force=False, user="U-7")
+    assert terse["gate"]["decision"] == "retrieve"
+    assert terse["gate"]["reason"].startswith("the user's memory holds 'courier' (1 memory)")
+    assert keys(terse)[0] == "shipment:U-7"
+    # Another user's record does not make the user's question memory-dependent, and its words
+    # never appear in the reason: only the question's.
+    other = ask(setup, "fit complaint?", tenant, expect="skipped", force=False, user="U-7")
+    reason = other["gate"]["reason"]
+    assert "the user's memory: no word held" in reason
+    assert "jacket" not in reason.casefold() and "larger" not in reason.casefold()
+    # Nothing related in the user's or the tenant's memory: skipped, both looks in the reason.
+    generic = ask(
+        setup, "how many moons does Mars have?", tenant, expect="skipped", force=False, user="U-7"
+    )
+    assert "the user's memory: no word held, nearest" in generic["gate"]["reason"]
+
+
 def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
     setup, _ = stack
     rng = random.Random(11)

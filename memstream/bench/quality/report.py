@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from memstream.bench.quality.report_gate import gate_section
 from memstream.bench.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
 from memstream.bench.quality.scoring import ANSWERABLE, Scores
 from memstream.bench.quality.served import SERVED
@@ -98,65 +99,6 @@ def targets(scores: Scores) -> list[str]:
             f"- SGD current above superseded ≥ {SGD_TARGET:.0%}: **{verdict}** ({sgd:.1%})"
         )
     return lines
-
-
-GATE_FALSE_SKIP_TARGET = 0.02
-GATE_INVALID_TARGET = 0.10
-
-
-def gate_section(scores: Scores) -> list[str]:
-    """The gate on the labelled set, next to "always retrieve"."""
-    g = scores.gate["all"]
-    out = ["## The gate on the labelled set (asked without force)", ""]
-    out += _table(
-        [
-            "policy",
-            "questions",
-            "false-skip rate ↓",
-            "invalid-query rate ↓",
-            "invalid share of retrievals ↓",
-        ],
-        [
-            [
-                "memstream's gate",
-                str(int(g["n"])),
-                _pct(g["false-skip rate"]),
-                _pct(g["invalid-query rate"]),
-                _pct(g["invalid share of retrievals"]),
-            ],
-            [
-                "always retrieve",
-                str(int(g["n"])),
-                _pct(0.0),
-                _pct(1.0),
-                _pct(g["always retrieve: invalid share of retrievals"]),
-            ],
-        ],
-    )
-    out += [
-        "False skip: a question that depends on memory came back skipped. Invalid query: a "
-        "question that does not (small talk, general knowledge, arithmetic, an instruction) was "
-        "answered from memory. Mean reply latency: skipped "
-        f"{g['mean latency ms, skipped']:.1f} ms, answered "
-        f"{g['mean latency ms, answered']:.1f} ms.",
-        "",
-        f"- gate false-skip ≤ {GATE_FALSE_SKIP_TARGET:.0%}: **"
-        + ("met" if g["false-skip rate"] <= GATE_FALSE_SKIP_TARGET else "MISSED")
-        + f"** ({g['false-skip rate']:.1%})",
-        f"- gate invalid-query rate ≤ {GATE_INVALID_TARGET:.0%}: **"
-        + ("met" if g["invalid-query rate"] <= GATE_INVALID_TARGET else "MISSED")
-        + f"** ({g['invalid-query rate']:.1%})",
-        "",
-    ]
-    rows = [
-        [group, str(int(v["n"])), _pct(v["answered"])]
-        for group, v in scores.gate.items()
-        if group != "all"
-    ]
-    out += _table(["group", "n", "answered from memory"], rows)
-    out += [f"**gate errors** ({len(scores.gate_misses)} listed)", ""]
-    out += [f"- {line}" for line in scores.gate_misses[:60]] or ["- none"]
-    return [*out, ""]
 
 
 def markdown(

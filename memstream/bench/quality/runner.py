@@ -28,6 +28,8 @@ from rich.console import Console
 
 from memstream.bench.quality.baselines import TenantCorpus, build_corpora
 from memstream.bench.quality.datasets import datasets_root, locomo_suite, sgd_suites
+from memstream.bench.quality.gate_personal import personal_set
+from memstream.bench.quality.gate_runs import GATE_ON, ask_gate, ask_gate_on
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.bench.quality.suite import Question, Suite, doc_id
 from memstream.bench.quality.traps import trap_suite
@@ -89,6 +91,7 @@ class SuiteRun:
     errors: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     gate: list[GateOutcome] = field(default_factory=list)  # the gate set's questions, unforced
+    gate_on: list[GateOutcome] = field(default_factory=list)  # its own questions, unforced
 
 
 class CachedEmbedder:
@@ -253,32 +256,6 @@ async def _ask_memstream(
     return [[r["version_id"] for r in rs] for rs in replies], list(replies), errors
 
 
-async def _ask_gate(
-    local: Any, questions: Sequence[GateQuestion], concurrency: int
-) -> list[GateOutcome]:
-    """The gate set's questions of one suite, asked as an agent would: without ``force``."""
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(question: GateQuestion) -> GateOutcome:
-        request = {
-            "request_id": f"g-{uuid.uuid4().hex[:12]}",
-            "tenant_id": question.tenant_id,
-            "query": question.query,
-            "limit": 10,
-            **question.request,
-        }
-        async with limit:
-            reply = await local.retrieve(request)
-        return GateOutcome(
-            question,
-            reply.get("status") == "ok",
-            str((reply.get("gate") or {}).get("reason", "")),
-            float((reply.get("latency_ms") or {}).get("total", 0.0)),
-        )
-
-    return list(await asyncio.gather(*(one(q) for q in questions)))
-
-
 async def run_suites(
     settings: Settings,
     suites: Sequence[Suite],
@@ -287,6 +264,7 @@ async def run_suites(
     options: Options,
     console: Console,
     gate_questions: Sequence[GateQuestion] = (),
+    personal: tuple[list[dict[str, Any]], list[GateQuestion]] | None = None,
 ) -> list[SuiteRun]:
     local = await LocalMemstream.start(settings, embedder=embedder)
     runs = []
@@ -323,9 +301,19 @@ async def run_suites(
             mine = [q for q in gate_questions if q.suite == suite.name]
             if mine:
                 started = time.perf_counter()
-                run.gate = await _ask_gate(local, mine, options.concurrency)
+                run.gate = await ask_gate(local, mine, options.concurrency)
                 run.seconds["gate set"] = time.perf_counter() - started
+            if suite.name == "locomo":  # every question depends on the conversation
+                started = time.perf_counter()
+                run.rankings[GATE_ON], run.gate_on = await ask_gate_on(
+                    local, suite, options.concurrency
+                )
+                run.seconds["gate on"] = time.perf_counter() - started
             runs.append(run)
+        if personal is not None:  # the held-out personal records (gate_personal)
+            events, questions = personal
+            await local.ingest(events)
+            runs[0].gate += await ask_gate(local, questions, options.concurrency)
     finally:
         await local.stop()
     return runs
@@ -359,6 +347,9 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     texts += [q.query for suite in suites for q in suite.questions]
     gate_questions = gate_set(suites, options.seed)
     texts += [q.query for q in gate_questions]
+    personal = personal_set(datetime.now(UTC)) if suites else None
+    if personal is not None:
+        texts += [str(e["content"]) for e in personal[0]] + [q.query for q in personal[1]]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")
     vectors = embed_all(model, texts, console, options.embedding_cache)
     stages["embed (once, all systems)"] = time.perf_counter() - clock
@@ -373,7 +364,9 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         stages["start stack"] = time.perf_counter() - clock
         clock = time.perf_counter()
         runs = asyncio.run(
-            run_suites(resolved, suites, embedder, vectors, options, console, gate_questions)
+            run_suites(
+                resolved, suites, embedder, vectors, options, console, gate_questions, personal
+            )
         )
         stages["ingest + ask"] = time.perf_counter() - clock
         if embedder.misses:

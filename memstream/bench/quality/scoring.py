@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memstream.bench.quality import metrics
-from memstream.bench.quality.gate_set import gate_rates
+from memstream.bench.quality.gate_runs import gate_rates
+from memstream.bench.quality.gate_set import GateOutcome
 from memstream.bench.quality.runner import REPORTED, SuiteRun
 from memstream.bench.quality.served import SERVED
 from memstream.bench.quality.suite import Question
@@ -45,6 +46,8 @@ class Scores:
     timeqa_count: int = 0
     gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
     gate_misses: list[str] = field(default_factory=list)
+    gate_on: dict[str, dict[str, float]] = field(default_factory=dict)  # LoCoMo, no force
+    gate_on_misses: list[str] = field(default_factory=list)
     # --via-kafka: share of LoCoMo questions whose served top 5 equals the in-process top 5
     served_agreement: float | None = None
 
@@ -209,17 +212,24 @@ def score_sgd(run: SuiteRun, scores: Scores) -> None:
     scores.examples[run.suite.name] = lines
 
 
-def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
-    outcomes = [o for run in runs for o in run.gate]
-    if not outcomes:
-        return
-    scores.gate = gate_rates(outcomes)
-    scores.gate_misses = [
+def _gate_errors(outcomes: Sequence[GateOutcome]) -> list[str]:
+    return [
         f"{'false skip' if o.question.needs_memory else 'let through'} · {o.question.group} · "
         f"“{o.question.query}” {dict(o.question.request)} — {o.reason}"
         for o in outcomes
         if o.answered != o.question.needs_memory
     ]
+
+
+def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
+    outcomes = [o for run in runs for o in run.gate]
+    if outcomes:
+        scores.gate = gate_rates(outcomes)
+        scores.gate_misses = _gate_errors(outcomes)
+    gate_on = [o for run in runs for o in run.gate_on]
+    if gate_on:
+        scores.gate_on = gate_rates(gate_on)
+        scores.gate_on_misses = _gate_errors(gate_on)
 
 
 def score_timeqa(run: SuiteRun, scores: Scores) -> None:
