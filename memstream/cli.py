@@ -61,7 +61,16 @@ def _parser() -> _Parser:
         help="the main job: publish a realistic history and show, side by side, what plain "
         "vector search and memstream answer",
     )
-    sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
+    up_cmd = sub.add_parser(
+        "up", help="run the stack and one worker in the foreground (Ctrl-C stops)"
+    )
+    up_cmd.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=300.0,
+        help="on a stop, seconds the worker may take to ingest what the embedded broker holds "
+        "(default 300)",
+    )
     sub.add_parser("worker", help="run one more worker against a running stack")
     sub.add_parser("health", help="check every part of a running stack and print its status")
 
@@ -383,7 +392,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "up":
         from memstream.ops.up import up
 
-        return up(settings)
+        return up(settings, drain_timeout=args.drain_timeout)
     if args.command == "worker":
         from memstream.ops.up import worker
 
