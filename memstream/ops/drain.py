@@ -128,16 +128,18 @@ def drain(
 ) -> Backlog:
     """Wait until ``group`` has committed every record of ``topic``, ``timeout`` s at most, or
     until ``stopped()``; return the backlog last seen (empty when drained). ``report`` gets
-    the backlog and the seconds elapsed every ``every`` s while some is left."""
+    the backlog and the seconds elapsed at once, then every ``every`` s, while some is left."""
     started = time.monotonic()
-    last_report = started
+    last_report: float | None = None
     with BacklogReader(bootstrap, group, topic) as reader:
         while True:
             backlog = reader.read()
             now = time.monotonic()
-            if not backlog.left or now - started >= timeout or stopped():
+            if not backlog.left:
                 return backlog
-            if report is not None and (now - last_report >= every or last_report == started):
+            if report is not None and (last_report is None or now - last_report >= every):
                 report(backlog, now - started)
                 last_report = now
+            if now - started >= timeout or stopped():
+                return backlog
             time.sleep(poll)
