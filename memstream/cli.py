@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from memstream.services.kafka_security import KAFKA_ENVIRONMENT
 from memstream.services.settings import ENVIRONMENT, Settings, SettingsError
 
 EXIT_CONFIG = 2
@@ -47,7 +48,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    settings_help = "\n".join(f"  {name:<28} {text}" for name, _, text in ENVIRONMENT)
+    listed = [(name, text) for name, _, text in ENVIRONMENT] + list(KAFKA_ENVIRONMENT)
+    settings_help = "\n".join(f"  {name:<36} {text}" for name, text in listed)
     parser = _Parser(
         prog="memstream",
         description="memstream: versioned, trust-scored memory for AI agents, over Kafka.",

@@ -183,6 +183,7 @@ class Doors:
                 self.settings.topics,
                 credential=credential,
                 timeout=self.timeout,
+                security=self.settings.kafka,
             ).start()
             self._clients[credential] = memory
             if len(self._clients) > MAX_CLIENTS:

@@ -448,7 +448,7 @@ def rebuild_tools(settings: Settings, migrate: Callable[[str], object]) -> Rebui
     def topic_reader(broker: str, topic: str) -> TopicReader:
         from memstream.services.adapters.kafka_reader import KafkaTopicReader
 
-        return KafkaTopicReader(broker, topic)
+        return KafkaTopicReader(broker, topic, settings.kafka)
 
     return RebuildTools(
         open_ledger=PostgresLedger.connect,

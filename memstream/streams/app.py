@@ -19,6 +19,7 @@ import faust
 from mode import Service
 
 from memstream.services import bootstrap
+from memstream.services.kafka_security import KafkaSecurity
 from memstream.services.settings import Settings
 from memstream.streams import transport
 from memstream.streams.sinks import FaustChangeSink, FaustReplySink
@@ -57,6 +58,23 @@ def stream_buffer_size(partitions: int) -> int:
     return max(4096, math.ceil(partitions * MAX_POLL_RECORDS / spare) + MAX_POLL_RECORDS)
 
 
+def broker_credentials(security: KafkaSecurity) -> Any:
+    """Faust's ``broker_credentials`` for ``security`` (None: plaintext). Faust hands them to
+    every aiokafka client it builds (consumer, producer, admin) through
+    ``credentials_to_aiokafka_auth``, which yields ``security.aiokafka_options()``."""
+    if not security.tls and not security.sasl:
+        return None
+    context = security.ssl_context() if security.tls else None
+    if not security.sasl:
+        return faust.SSLCredentials(context)
+    return faust.SASLCredentials(
+        username=security.username,
+        password=security.password,
+        ssl_context=context,  # faust: a context makes the protocol SASL_SSL
+        mechanism=security.sasl_mechanism,
+    )
+
+
 def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
@@ -65,6 +83,7 @@ def create_app(settings: Settings) -> faust.App:
     return faust.App(
         settings.app_id,
         broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],
+        broker_credentials=broker_credentials(settings.kafka),
         # Tansu holds a group join for half the session timeout: keep it short.
         broker_session_timeout=10.0,
         broker_heartbeat_interval=2.0,
