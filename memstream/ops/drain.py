@@ -103,7 +103,8 @@ class BacklogReader:
         deadline = time.monotonic() + READ_SECONDS
         seen = False
         while time.monotonic() < deadline:
-            messages = self._reader.consume(10_000, timeout=0.2 if seen else 1.0)
+            # consume() waits out its timeout unless it fills ``num_messages``: short calls.
+            messages = self._reader.consume(10_000, timeout=0.05)
             good = [o for m in messages if m.error() is None and (o := m.offset()) is not None]
             if not good:
                 if seen:
