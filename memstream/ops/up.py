@@ -130,6 +130,7 @@ def start_gateway(stack: EmbeddedStack, port: int) -> str:
 
 
 DRAIN_TIMEOUT = 300.0  # seconds ``up`` waits at most for the worker to drain on a stop
+PROGRESS_EVERY = 5.0  # seconds between the drain's progress lines
 
 
 class StopInOrder:
@@ -167,6 +168,7 @@ class StopInOrder:
                     topic,
                     timeout=self._timeout,
                     report=self._progress,
+                    every=PROGRESS_EVERY,
                     stopped=self._hurried.is_set,
                 ),
             )
