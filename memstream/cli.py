@@ -112,7 +112,9 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure", "soak"])
+    bench.add_argument(
+        "what", choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker"]
+    )
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -142,6 +144,12 @@ def _parser() -> _Parser:
     soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
         "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
+    )
+    broker = bench.add_argument_group("broker bench (one embedded-broker partition as it grows)")
+    broker.add_argument(
+        "--batches",
+        default="0,10000,100000",
+        help="partition sizes to measure at, in record batches (default 0,10000,100000)",
     )
     erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
     erasure.add_argument(
