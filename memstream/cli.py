@@ -63,7 +63,16 @@ def _parser() -> _Parser:
         help="the main job: publish a realistic history and show, side by side, what plain "
         "vector search and memstream answer",
     )
-    sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
+    up_cmd = sub.add_parser(
+        "up", help="run the stack and one worker in the foreground (Ctrl-C stops)"
+    )
+    up_cmd.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=300.0,
+        help="on a stop, seconds the worker may take to ingest what the embedded broker holds "
+        "(default 300)",
+    )
     sub.add_parser("worker", help="run one more worker against a running stack")
     sub.add_parser("health", help="check every part of a running stack and print its status")
 
@@ -103,7 +112,9 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure", "soak"])
+    bench.add_argument(
+        "what", choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker"]
+    )
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -133,6 +144,12 @@ def _parser() -> _Parser:
     soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
         "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
+    )
+    broker = bench.add_argument_group("broker bench (one embedded-broker partition as it grows)")
+    broker.add_argument(
+        "--batches",
+        default="0,10000,100000",
+        help="partition sizes to measure at, in record batches (default 0,10000,100000)",
     )
     erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
     erasure.add_argument(
@@ -385,7 +402,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "up":
         from memstream.ops.up import up
 
-        return up(settings)
+        return up(settings, drain_timeout=args.drain_timeout)
     if args.command == "worker":
         from memstream.ops.up import worker
 

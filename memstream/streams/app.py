@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import signal
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import faust
 from mode import Service
@@ -167,10 +168,40 @@ class Runtime(Service):
 GIL_SWITCH_INTERVAL_S = 0.0005
 
 
+class StopSteps(Protocol):
+    """What a worker does on SIGTERM / SIGINT before it stops consuming (``memstream up``:
+    close the doors, drain the events topic). A second signal calls ``hurry``."""
+
+    async def before_stop(self) -> None: ...
+
+    def hurry(self) -> None: ...
+
+
+class Worker(faust.Worker):
+    """faust.Worker that runs ``steps.before_stop`` between the signal and the stop, while
+    every agent still consumes."""
+
+    steps: StopSteps | None = None
+
+    def _schedule_shutdown(self, sig: signal.Signals) -> None:
+        if self._signal_stop_time and self.steps is not None:
+            self.steps.hurry()  # a second Ctrl-C: cut the steps short
+        super()._schedule_shutdown(sig)
+
+    async def _stop_on_signal(self, sig: signal.Signals) -> None:
+        if self.steps is not None:
+            try:
+                await self.steps.before_stop()
+            except Exception:  # stopping goes on; what was left is in the log
+                log.exception("the steps before stopping failed")
+        await super()._stop_on_signal(sig)
+
+
 def create_worker(
-    settings: Settings, *, loglevel: str | None = None
+    settings: Settings, *, loglevel: str | None = None, steps: StopSteps | None = None
 ) -> tuple[faust.Worker, Runtime]:
-    """The Faust worker with every agent registered; ``execute_from_commandline`` runs it."""
+    """The Faust worker with every agent registered; ``execute_from_commandline`` runs it.
+    ``steps``: run on SIGTERM / SIGINT before the worker stops (``StopSteps``)."""
     from memstream.streams import agents
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # process-wide: this process is the worker
@@ -179,13 +210,14 @@ def create_worker(
     topics = declare_topics(app, settings)
     runtime = Runtime(app, settings, topics)
     agents.register(app, topics, runtime)
-    worker = faust.Worker(
+    worker = Worker(
         app,
         runtime,
         loglevel=loglevel or settings.log_level,
         quiet=True,
         redirect_stdouts=False,
     )
+    worker.steps = steps
     if not worker.stdout.isatty():  # the startup spinner writes cursor escapes into logs
         worker.spinner = None
     return worker, runtime
