@@ -26,6 +26,17 @@ from memstream.services.settings import Settings
 
 DEV_TENANT = "dev"
 # The sources the development producer speaks for (the demo's and the examples').
+#
+# Why the development producer stays bound to named sources, like every producer key:
+# a key is bound to sources so that one system (a forum scraper) cannot claim the authority of
+# another (official_doc), and the demo and the examples show exactly that on this tenant. An
+# "any source" producer would be a capability of the key store for every tenant, one copy of a
+# development set-up away from production, and tenant names prove nothing about locality (any
+# deployment may have a tenant called "dev"). So an event from a new source is dead-lettered
+# like anywhere else, and its reason names the key, what it speaks for and the one command that
+# makes a key speaking for those and the new source, saved as the tenant's producer here:
+# `memstream keys create --tenant dev --role producer --source crm … --source catalogue --save`
+# (``services.domain.identity.unbound_source``); the HTTP gateway answers 403 with the same.
 DEV_SOURCES = (
     "crm",
     "erp",

@@ -61,7 +61,10 @@ def test_the_async_client_and_a_bad_request(doors: Doors) -> None:
 def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
     with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
-        retriever = MemstreamRetriever(memory=memory, tenant=doors.tenant, user="C-17", limit=3)
+        # No tenant: the credential fixes it (tenant= is still accepted, and checked).
+        retriever = MemstreamRetriever(memory=memory, user="C-17", limit=3)
+        named = MemstreamRetriever(memory=memory, tenant=doors.tenant, user="C-17", limit=3)
+        assert named.invoke("what did I return last month?")[0].metadata["version"] == 1
 
         def cite(documents: list[Document]) -> str:
             return "\n".join(
@@ -84,7 +87,9 @@ def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
 def test_a_llamaindex_query_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
     with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
-        retriever = MemstreamLlamaRetriever(memory, doors.tenant, anchors=[("product", "X1")])
+        retriever = MemstreamLlamaRetriever(memory, anchors=[("product", "X1")])  # no tenant
+        named = MemstreamLlamaRetriever(memory, doors.tenant, anchors=[("product", "X1")])
+        assert named.retrieve("what does the X1 charge over?")[0].node.metadata["version"] == 2
         # No LLM: the no-text synthesizer returns the retrieved nodes as the sources.
         engine = RetrieverQueryEngine(
             retriever=retriever, response_synthesizer=NoText(llm=MockLLM())

@@ -70,6 +70,7 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
     )
     assert sent.status_code == 202, sent.text
     assert sent.json()["event_ids"] == [one["event_id"]] and sent.json()["request_id"]
+    assert sent.json()["acknowledged"] == "broker"  # published, not yet recorded
 
     many = [
         memory_event(
@@ -95,11 +96,61 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
     body = waited.json()
     assert sorted(body["ingested"]) == sorted(e["event_id"] for e in many)
     assert body["dead_lettered"] == {retract_unknown["event_id"]: "retract_unknown_memory"}
-    assert body["pending"] == []
+    assert body["pending"] == [] and body["acknowledged"] == "ledger"
     history = httpx.get(
         f"{doors.url}/v1/memories/note:C-99:gw2/history", headers=doors.headers(), timeout=10
     )
     assert history.json()["versions"][0]["content"].startswith("Customer C-99 note 2")
+
+
+def test_an_event_needs_no_tenant_and_no_event_id(doors: Doors) -> None:
+    """The credential says the tenant; an absent event id is made, returned, and recorded."""
+    bare = memory_event(
+        doors.tenant,
+        f"note:C-98:{uuid.uuid4().hex[:6]}",
+        "Customer C-98 asked for paper invoices.",
+        ago=timedelta(hours=1),
+        entity="customer:C-98",
+    )
+    del bare["tenant_id"], bare["event_id"]
+    waited = httpx.post(
+        f"{doors.url}/v1/events",
+        params={"wait": "true", "timeout": 90},
+        json=[bare, {**bare, "tenant_id": doors.tenant, "memory_key": bare["memory_key"] + "b"}],
+        headers=doors.headers("producer"),
+        timeout=120,
+    )
+    assert waited.status_code == 200, waited.text
+    body = waited.json()
+    made = body["event_ids"]
+    assert len(made) == 2 and len(set(made)) == 2 and all(made)
+    assert sorted(body["ingested"]) == sorted(made) and body["acknowledged"] == "ledger"
+    recorded = doors.setup.sql(
+        "SELECT event_id FROM event_ledger WHERE tenant_id = %s AND event_id = ANY(%s)",
+        doors.tenant,
+        made,
+    )
+    assert sorted(r[0] for r in recorded) == sorted(made)
+
+    foreign = httpx.post(
+        f"{doors.url}/v1/events",
+        json={**bare, "tenant_id": doors.other_tenant},
+        headers=doors.headers("producer"),
+        timeout=30,
+    )
+    assert foreign.status_code == 403, foreign.text
+    message = foreign.json()["error"]["message"]
+    assert doors.other_tenant in message and f"tenant {doors.tenant!r}" in message
+    unbound = httpx.post(
+        f"{doors.url}/v1/events",
+        json={**bare, "source_system": "catalogue"},
+        headers=doors.headers("producer"),
+        timeout=30,
+    )
+    assert unbound.status_code == 403, unbound.text
+    message = unbound.json()["error"]["message"]
+    assert "'catalogue'" in message and "speaks for: catalog, crm" in message
+    assert f"memstream keys create --tenant {doors.tenant} --role producer" in message
 
 
 def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
