@@ -9,6 +9,7 @@ from datetime import timedelta
 import httpx
 
 from tests.doors.conftest import NOW, Doors, memory_event
+from tests.e2e.processes import guard
 
 
 def test_retrieve_answers_with_the_typed_reply_and_the_request_id(doors: Doors) -> None:
@@ -21,7 +22,7 @@ def test_retrieve_answers_with_the_typed_reply_and_the_request_id(doors: Doors) 
             "limit": 3,
         },
         headers={**doors.headers(), "X-Request-Id": "req-x1-charge"},
-        timeout=30,
+        timeout=guard(30),
     )
     assert response.status_code == 200, response.text
     body = response.json()
@@ -66,7 +67,7 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
         entity="customer:C-99",
     )
     sent = httpx.post(
-        f"{doors.url}/v1/events", json=one, headers=doors.headers("producer"), timeout=30
+        f"{doors.url}/v1/events", json=one, headers=doors.headers("producer"), timeout=guard(30)
     )
     assert sent.status_code == 202, sent.text
     assert sent.json()["event_ids"] == [one["event_id"]] and sent.json()["request_id"]
@@ -90,7 +91,7 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
         params={"wait": "true", "timeout": 90},
         json=[*many, retract_unknown],
         headers=doors.headers("producer"),
-        timeout=120,
+        timeout=guard(120),
     )
     assert waited.status_code == 200, waited.text
     body = waited.json()
@@ -118,7 +119,7 @@ def test_an_event_needs_no_tenant_and_no_event_id(doors: Doors) -> None:
         params={"wait": "true", "timeout": 90},
         json=[bare, {**bare, "tenant_id": doors.tenant, "memory_key": bare["memory_key"] + "b"}],
         headers=doors.headers("producer"),
-        timeout=120,
+        timeout=guard(120),
     )
     assert waited.status_code == 200, waited.text
     body = waited.json()
@@ -136,7 +137,7 @@ def test_an_event_needs_no_tenant_and_no_event_id(doors: Doors) -> None:
         f"{doors.url}/v1/events",
         json={**bare, "tenant_id": doors.other_tenant},
         headers=doors.headers("producer"),
-        timeout=30,
+        timeout=guard(30),
     )
     assert foreign.status_code == 403, foreign.text
     message = foreign.json()["error"]["message"]
@@ -145,7 +146,7 @@ def test_an_event_needs_no_tenant_and_no_event_id(doors: Doors) -> None:
         f"{doors.url}/v1/events",
         json={**bare, "source_system": "catalogue"},
         headers=doors.headers("producer"),
-        timeout=30,
+        timeout=guard(30),
     )
     assert unbound.status_code == 403, unbound.text
     message = unbound.json()["error"]["message"]
@@ -157,7 +158,10 @@ def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
     good = memory_event(doors.tenant, "note:C-17:never", "never sent", ago=timedelta(hours=1))
     bad = {**good, "event_id": "bad-1", "occurred_at": "yesterday"}
     response = httpx.post(
-        f"{doors.url}/v1/events", json=[good, bad], headers=doors.headers("producer"), timeout=30
+        f"{doors.url}/v1/events",
+        json=[good, bad],
+        headers=doors.headers("producer"),
+        timeout=guard(30),
     )
     assert response.status_code == 422
     error = response.json()["error"]
@@ -176,7 +180,7 @@ def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
     for event in (foreign, unbound):  # another tenant, a source the producer does not speak for
         refused = httpx.post(
             f"{doors.url}/v1/events", json=[good, event], headers=doors.headers("producer"),
-            timeout=30,
+            timeout=guard(30),
         )  # fmt: skip
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"]["code"] == "forbidden"
@@ -257,7 +261,7 @@ def test_a_bad_body_is_a_422_naming_the_field(doors: Doors) -> None:
         f"{doors.url}/v1/retrieve",
         json={"query": "x", "limit": 99},
         headers=doors.headers(),
-        timeout=30,
+        timeout=guard(30),
     )
     assert out_of_range.status_code == 422
     assert out_of_range.json()["error"]["code"] == "limit_out_of_range"
@@ -285,7 +289,9 @@ def test_health_openapi_and_docs_without_a_cdn(doors: Doors) -> None:
 def test_a_hundred_concurrent_requests_each_get_their_own_reply(doors: Doors) -> None:
     async def run() -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=100)
-        async with httpx.AsyncClient(base_url=doors.url, timeout=60, limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=doors.url, timeout=guard(60), limits=limits
+        ) as client:
             return await asyncio.gather(
                 *(
                     client.post(

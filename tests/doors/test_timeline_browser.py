@@ -17,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.doors.conftest import Doors, memory_event
-from tests.e2e.processes import ROOT
+from tests.e2e.processes import ROOT, guard
 
 SHOTS = ROOT / "results" / "ui"
 
@@ -37,7 +37,7 @@ def chromium(*args: str) -> str:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=guard(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -47,7 +47,7 @@ def chromium(*args: str) -> str:
 def login_url(doors: Doors, page: str) -> str:
     """A one-page link minted by the gateway: the credential goes in a header, never in a URL."""
     minted = httpx.post(
-        f"{doors.url}/ui/links", json={"page": page}, headers=doors.headers(), timeout=30
+        f"{doors.url}/ui/links", json={"page": page}, headers=doors.headers(), timeout=guard(30)
     )
     assert minted.status_code == 200, minted.text
     link = minted.json()["url"]
@@ -83,7 +83,7 @@ def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: D
             "request_id": request_id,
         },
         headers=doors.headers(),
-        timeout=30,
+        timeout=guard(30),
     )
     assert asked.status_code == 200 and asked.json()["results"][0]["version"] == 2, asked.text
     doors.ingest([spec(f"The {product} speaker has a 12 hour battery.", 25)])  # late
@@ -130,7 +130,7 @@ def test_an_erased_memory_shows_tombstones_and_no_content(doors: Doors) -> None:
         params={"wait": "true"},
         json={"scope": {"memory_key": key}, "reason": "subject request 77"},
         headers=doors.headers("admin"),
-        timeout=90,
+        timeout=guard(90),
     )
     assert erased.status_code == 200 and erased.json()["status"] == "completed", erased.text
     erasure_id = erased.json()["erasure_id"]
@@ -171,7 +171,7 @@ def test_sign_in_keeps_the_credential_out_of_every_url_and_the_access_log(doors:
     assert "set-cookie" not in in_url.headers
 
     # The form: POST, then every page of the session without the credential.
-    with httpx.Client(base_url=doors.url, timeout=30) as browser:
+    with httpx.Client(base_url=doors.url, timeout=guard(30), follow_redirects=True) as browser:
         form = browser.get("/ui/login", params={"next": page})
         assert form.status_code == 200 and "method='post'" in form.text
         signed = browser.post("/ui/login", data={"credential": key, "next": page})
@@ -188,7 +188,7 @@ def test_sign_in_keeps_the_credential_out_of_every_url_and_the_access_log(doors:
 
     # A one-page link opens its page once.
     link = login_url(doors, page)
-    with httpx.Client(timeout=30) as browser:
+    with httpx.Client(timeout=guard(30), follow_redirects=True) as browser:
         opened = browser.get(link)
         assert opened.status_code == 200 and "Timeline of" in opened.text
     again = httpx.get(link, timeout=10)
