@@ -38,10 +38,14 @@ def test_a_small_quality_run_writes_the_report_and_the_chart(tmp_path: Path) -> 
         "bm25",
         "vector+bm25 RRF",
     ]
+    columns = [c.strip() for c in headline.splitlines()[0].strip("|").split("|")[1:]]
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")[1:]]
-        assert len(cells) == len(headline.splitlines()[0].strip("|").split("|")) - 1, row
-        for cell in cells:
+        assert len(cells) == len(columns), row
+        for column, cell in zip(columns, cells, strict=True):
+            if column.startswith("TimeQA"):
+                assert cell == "–", row  # not run here
+                continue
             value = float(cell.rstrip("%")) / (100 if cell.endswith("%") else 1)
             assert 0.0 <= value <= 1.0, row
     for section in ("wrong-memory rate per family", "per question category", "SGD slot updates"):
