@@ -322,6 +322,13 @@ def _parser() -> _Parser:
     gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
     sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
+    link = sub.add_parser(
+        "ui-link", help="a one-page link to a timeline page (no credential in it; good once)"
+    )
+    link.add_argument("page", nargs="?", default="/ui", help="e.g. /ui/memories/spec:X1")
+    link.add_argument("--url", help="the gateway (default http://127.0.0.1:GATEWAY_PORT)")
+    link.add_argument("--tenant", help="whose agent credential in credentials.json")
+    link.add_argument("--key", help="the credential (default MEMSTREAM_KEY, credentials.json)")
     return parser
 
 
@@ -474,9 +481,13 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
-    if args.command in ("gateway", "mcp"):
-        from memstream.gateway.serve import gateway, mcp_stdio
+    if args.command in ("gateway", "mcp", "ui-link"):
+        from memstream.gateway.serve import gateway, mcp_stdio, ui_link
 
+        if args.command == "ui-link":
+            port = settings.gateway_port or 7070
+            url = args.url or f"http://127.0.0.1:{port}"
+            return ui_link(settings, args.page, url=url, key=args.key, tenant=args.tenant)
         if args.command == "mcp":
             return mcp_stdio(settings)
         return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)

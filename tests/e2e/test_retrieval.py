@@ -18,7 +18,7 @@ import pytest
 from memstream.streams.client import MemoryClient, RetrievalTimeout
 from tests.conftest import unique
 from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
-from tests.e2e.processes import Process
+from tests.e2e.processes import Process, guard
 
 NOW = datetime.now(UTC)
 
@@ -75,7 +75,9 @@ def ask(
     key = setup.keyring.key(tenant)
 
     async def go() -> dict[str, Any]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
+        async with MemoryClient(
+            setup.broker, setup.topics, timeout=guard(30), credential=key
+        ) as client:
             return await client.retrieve(query, tenant, force=kw.pop("force", True), **kw)
 
     reply = asyncio.run(go())
@@ -438,7 +440,9 @@ def test_bad_requests_get_error_replies(stack: Any, tenant: str) -> None:
     setup.keyring.key(other)  # a tenant that exists: refused exactly like one that does not
 
     async def go() -> list[dict[str, Any]]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
+        async with MemoryClient(
+            setup.broker, setup.topics, timeout=guard(30), credential=key
+        ) as client:
             base = {"query": "anything", "tenant_id": tenant, "limit": 5}
             return list(
                 await asyncio.gather(
@@ -553,7 +557,9 @@ def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
 
     async def go() -> list[tuple[str, dict[str, Any]]]:
         clients = {
-            t: await MemoryClient(setup.broker, setup.topics, timeout=60, credential=k).start()
+            t: await MemoryClient(
+                setup.broker, setup.topics, timeout=guard(60), credential=k
+            ).start()
             for t, k in creds.items()
         }
         try:
@@ -585,7 +591,7 @@ def test_200_concurrent_requests_from_several_clients(stack: Any, tenant: str) -
 
     async def client_run(n: int, count: int) -> list[tuple[str, dict[str, Any]]]:
         async with MemoryClient(
-            setup.broker, setup.topics, reply_partition=n % 4, timeout=90, credential=key
+            setup.broker, setup.topics, reply_partition=n % 4, timeout=guard(90), credential=key
         ) as client:
             ids = [f"client{n}-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
             replies = await asyncio.gather(
