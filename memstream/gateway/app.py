@@ -199,15 +199,19 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
         description="`tenant_id` may be left out (it is the credential's; naming another is "
         "403) and so may `event_id` (one is made and returned in `event_ids`, in order; send "
         "your own to make retries idempotent). `acknowledged` says what the answer promises: "
-        "`broker` (202: on the events topic, not yet recorded) or, with `?wait=true` once "
-        "nothing is pending, `ledger` (200: each event recorded in Postgres, as a version or "
-        "a dead letter with its reason).",
+        "`broker` (202: on the events topic, not yet recorded) or, once nothing is pending, "
+        "`ledger` (200: each event recorded in Postgres, as a version or a dead letter with "
+        "its reason). Without `wait` the answer follows the stack: on the embedded broker, "
+        "which keeps its topics in memory, it waits for the ledger; on Kafka it answers for "
+        "the broker. `?wait=true` always waits, `?wait=false` never does.",
     )
     async def events(
         body: dict[str, Any] | list[dict[str, Any]],
         request: Request,
         who: Caller,
-        wait: Annotated[bool, Query(description="until ingested or dead-lettered")] = False,
+        wait: Annotated[
+            bool | None, Query(description="until ingested or dead-lettered (default: the stack's)")
+        ] = None,
         timeout: Annotated[float, Query(gt=0, le=600)] = 60.0,
     ) -> JSONResponse:
         batch = body if isinstance(body, list) else [body]

@@ -29,6 +29,7 @@ from memstream.gateway.auth import (
     writable,
 )
 from memstream.gateway.erasure import Forgotten, erasure_scope, wait_completed
+from memstream.ops.ingest_status import acknowledgement, wait_for
 from memstream.services.domain import versioning
 from memstream.services.domain.erasure import InvalidScope, checked_reason
 from memstream.services.domain.errors import InvalidEvent
@@ -252,11 +253,16 @@ class Doors:
         credential: str,
         events: Sequence[Mapping[str, Any]],
         *,
-        wait: bool = False,
+        wait: bool | None = None,
         wait_seconds: float = 60.0,
     ) -> Ingestion:
         """Validate every event first: one invalid, none sent (422 naming each). The tenant
-        is the credential's and a missing ``event_id`` is made (``completed_event``)."""
+        is the credential's and a missing ``event_id`` is made (``completed_event``).
+
+        ``wait`` None follows the stack's acknowledgement (``ingest_status.acknowledgement``):
+        the embedded broker keeps its topics in memory, so there the answer waits until every
+        event is in the ledger (or dead-lettered) — an acknowledged event then survives a crash
+        of ``up``; on Kafka the broker's acknowledgement is the contract."""
         if principal.role not in ("producer", "admin"):  # before reading a single event
             raise refused(Forbidden(f"role {principal.role} may not publish"))
         if not events:
@@ -283,9 +289,9 @@ class Doors:
         except PublishError as exc:
             raise DoorError("broker_unavailable", str(exc), 503) from None
         outcome = Ingestion(sent=[event_id for _, event_id in published.sent])
+        if wait is None:
+            wait = await asyncio.to_thread(acknowledgement, self.settings) == "ledger"
         if wait:
-            from memstream.ops.ingest_status import wait_for
-
             status = await asyncio.to_thread(
                 wait_for, self.settings, published.sent, timeout=wait_seconds
             )

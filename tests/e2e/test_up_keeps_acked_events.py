@@ -9,7 +9,10 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
+
 from memstream.bench.kit import synthetic_events
+from memstream.ops.identity import credential_for
 from memstream.ops.ingest_status import wait_for
 from memstream.ops.publish import Signers
 from memstream.ops.stack import free_port, resolve_settings
@@ -17,19 +20,19 @@ from memstream.services.bootstrap import Ident
 from memstream.services.domain.validation import validate_event
 from memstream.services.settings import Settings
 from memstream.streams.producer import EventProducer
-from tests.e2e.processes import Process, run_cli
+from tests.e2e.processes import Process, guard, run_cli
 
 CLEAN_STOP_EVENTS = 2_000
 CRASH_EVENTS = 500
 
 
-def _up(data_dir: Path) -> Process:
+def _up(data_dir: Path, gateway_port: int | None = None) -> Process:
     up = Process(
         ["up"],
         {
             "MEMSTREAM_DATA_DIR": str(data_dir),
             "MEMSTREAM_WEB_PORT": str(free_port()),
-            "MEMSTREAM_GATEWAY_PORT": str(free_port()),
+            "MEMSTREAM_GATEWAY_PORT": str(gateway_port or free_port()),
             "MEMSTREAM_LOG_LEVEL": "warn",
         },
     )
@@ -77,18 +80,31 @@ def test_sigterm_right_after_broker_acks_loses_no_event(data_dir: Path) -> None:
 
 
 def test_sigkill_right_after_publish_loses_no_acknowledged_event(data_dir: Path) -> None:
+    """Both producers of the embedded stack acknowledge in the ledger: ``memstream publish`` and
+    ``POST /v1/events`` without ``wait`` (the stack decides)."""
     data_dir = data_dir.resolve()
-    up = _up(data_dir)
+    gateway_port = free_port()
+    up = _up(data_dir, gateway_port)
     raws = _events("dev", CRASH_EVENTS, "crash")
-    idents = [("dev", str(raw["event_id"])) for raw in raws]
+    over_http = _events("dev", 20, "http")
+    idents = [("dev", str(raw["event_id"])) for raw in [*raws, *over_http]]
     events = data_dir / "events.jsonl"
     events.write_text("\n".join(json.dumps(raw) for raw in raws) + "\n")
     try:
         published = run_cli(["publish", str(events)], {"MEMSTREAM_DATA_DIR": str(data_dir)})
+        producer = credential_for(Settings(data_dir=data_dir), "producer")
+        answered = httpx.post(
+            f"http://127.0.0.1:{gateway_port}/v1/events",
+            json=over_http,
+            headers={"Authorization": f"Bearer {producer}"},
+            timeout=guard(120),
+        )
     finally:
         up.kill()  # SIGKILL right after the acknowledgement: nothing of `up` runs any more
     assert published.returncode == 0, published.stdout + published.stderr
     assert (
         f"acknowledged in the ledger: {CRASH_EVENTS} of {CRASH_EVENTS} recorded" in published.stdout
     ), published.stdout
-    assert _recorded_after_restart(data_dir, idents) == CRASH_EVENTS
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["acknowledged"] == "ledger" and answered.json()["pending"] == []
+    assert _recorded_after_restart(data_dir, idents) == CRASH_EVENTS + len(over_http)
