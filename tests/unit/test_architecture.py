@@ -27,8 +27,6 @@ MAX_LINES = 400
 # The migrations runner applies DDL files; it is the one place outside the adapters that does.
 EXECUTE_ALLOWED = {Path("services/adapters"), Path("ops/migrate.py")}
 LONGER = {
-    # The SQL of the query path with the reasoning beside each statement.
-    Path("services/adapters/postgres_queries.py"): "one statement per index, each explained",
     # Word lists (English and Chinese cues, colours, ports, openings) beside the rules that read
     # them: most of its lines are data.
     Path("services/domain/lexicon.py"): "the cue lexicon's word lists",
