@@ -6,8 +6,8 @@
   forum post is not first;
 - ``version_now``: a spec memory with three versions (USB-C false → true → "Pro only"),
   asked now: the third version;
-- ``version_named_date``: the same chain, the question names a past date or month (no
-  ``as_of`` in the request): the version valid then;
+- ``version_named_date``: the same chain, the question names a past date, or a month wholly
+  inside one version's validity (no ``as_of`` in the request): the version valid then;
 - ``colour_port``: "the blue power bank with a USB-C port" among fresher variants that match
   one of the two attributes;
 - ``four_attributes``: "黑色 X 15 Pro 256G USB-C" among fresher variants that differ in one of
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memstream.bench.quality.seed_words import DAY, PORTS, SeedCase
+from memstream.bench.quality.seed_words import DAY, PORTS, SeedCase, whole_months
 
 
 def this_model_whitepaper(case: SeedCase) -> None:
@@ -152,14 +152,15 @@ def version_named_date(case: SeedCase) -> None:
     m, ids, starts, near = _usb_c_chain(case)
     target = case.rng.randrange(2)
     moment = starts[target] + (starts[target + 1] - starts[target]) / 2
-    if case.rng.random() < 0.5:
+    months = whole_months(starts[target], starts[target + 1])  # a month named must not straddle
+    if not months or case.rng.random() < 0.5:
         when = case.date(moment)
         query = case.say(
             [f"as of {when}, did the {m} support USB-C?", f"{m} USB-C support on {when}?"],
             [f"截至{when}，{m} 支持USB-C吗？", f"{when}的时候{m}支持USB-C吗"],
         )
     else:
-        when = case.month(moment)
+        when = case.month(case.rng.choice(months))
         query = case.say(
             [f"Did the {m} support USB-C in {when}?", f"back in {when}: {m} USB-C?"],
             [f"{when}的时候{m}支持USB-C吗？", f"{when}{m}有USB-C吗"],

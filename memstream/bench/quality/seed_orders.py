@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from memstream.bench.quality.seed_words import DAY, SeedCase
+from memstream.bench.quality.seed_words import DAY, SeedCase, month_start
+
+HOUR = timedelta(hours=1)
 
 
 def _orders_of_one_kind(case: SeedCase) -> tuple[str, str, list[str], list[str]]:
@@ -99,8 +101,8 @@ def period_named(case: SeedCase) -> None:
     if by_year:
         moments = [_in_year(case, case.now.year - k) for k in (2, 1, 0)]
     else:
-        offsets = sorted(rng.sample(range(1, 12), 3), reverse=True)
-        moments = [case.now - (30 * k + rng.randint(-3, 3)) * DAY for k in offsets]
+        offsets = sorted(rng.sample(range(1, 12), 3), reverse=True)  # distinct calendar months
+        moments = [month_start(case.now, k) + rng.randint(0, 27) * DAY + 10 * HOUR for k in offsets]
     ids = []
     for at in moments:
         brand, colour = case.model(), case.colours(1)[0]

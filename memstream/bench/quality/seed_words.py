@@ -224,6 +224,23 @@ class SeedCase(TrapCase):
                 return value
 
 
+def month_start(moment: datetime, back: int = 0) -> datetime:
+    """The first instant of the month ``back`` months before ``moment``'s month."""
+    index = moment.year * 12 + moment.month - 1 - back
+    return moment.replace(
+        year=index // 12, month=index % 12 + 1, day=1, hour=0, minute=0, second=0, microsecond=0
+    )
+
+
+def whole_months(start: datetime, end: datetime) -> list[datetime]:
+    """The starts of the calendar months that lie wholly inside [start, end)."""
+    months, first = [], month_start(start, -1 if start != month_start(start) else 0)
+    while month_start(first, -1) <= end:
+        months.append(first)
+        first = month_start(first, -1)
+    return months
+
+
 def question_language(question: Question) -> str:
     """``en`` or ``zh``: the language an instance was written in (the end of its qid)."""
     return question.qid.rsplit("-", 1)[-1]
