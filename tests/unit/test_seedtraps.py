@@ -8,11 +8,13 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion
 from memstream.bench.quality.runner import REPORTED, Options, SuiteRun, build_suites
 from memstream.bench.quality.scoring import score
 from memstream.bench.quality.seed_gate import MEMORY, OTHER, PREFIX, seed_gate_rates, seed_gate_set
-from memstream.bench.quality.seed_words import question_language
+from memstream.bench.quality.seed_words import EN_MONTHS, ZH_MONTHS, question_language
 from memstream.bench.quality.seedtraps import KINDS, seed_trap_suite
 from memstream.bench.quality.suite import Suite, doc_id
 
@@ -163,3 +165,75 @@ def test_the_runner_builds_it_and_scoring_reads_a_stale_first_answer_as_wrong(
     assert scores.seedtraps["vector"]["all · zh"] == 1.0
     assert scores.seedtraps_counts["all · en"] == len(KINDS)
     assert scores.headline()["memstream"]["seed trap wrong-memory rate ↓"] == 0.0
+
+
+EN_MONTH = {name: n + 1 for n, name in enumerate(EN_MONTHS)}
+ZH_MONTH = {name: n + 1 for n, name in enumerate(ZH_MONTHS)}
+
+
+def _named_period(query: str, now: datetime) -> tuple[datetime, datetime]:
+    """The [start, end) a question names: a day, a month (with or without year) or a year."""
+    day = re.search(r"(\d{4})年(\d{1,2})月(\d{1,2})日", query) or re.search(
+        r"(\d{1,2}) (" + "|".join(EN_MONTH) + r") (\d{4})", query
+    )
+    if day:
+        y, m, d = (
+            (int(day[1]), int(day[2]), int(day[3]))
+            if "年" in day[0]
+            else (int(day[3]), EN_MONTH[day[2]], int(day[1]))
+        )
+        start = datetime(y, m, d, tzinfo=UTC)
+        return start, start.replace(hour=23, minute=59)
+    month = re.search(r"(\d{4})年(\d{1,2})月", query) or re.search(
+        r"(" + "|".join(EN_MONTH) + r") (\d{4})", query
+    )
+    if month:
+        y, m = (
+            (int(month[1]), int(month[2]))
+            if "年" in month[0]
+            else (int(month[2]), EN_MONTH[month[1]])
+        )
+    elif bare := re.search(
+        r"(?<!\d)(\d{1,2})月|([一二三四五六七八九十]+)月|\b(" + "|".join(EN_MONTH) + r")\b", query
+    ):
+        m = int(bare[1]) if bare[1] else ZH_MONTH[bare[2]] if bare[2] else EN_MONTH[bare[3]]
+        y = now.year if m < now.month else now.year - 1  # the last such month before now
+    else:
+        year = re.search(r"(\d{4})", query)
+        relative = {"this year": 0, "今年": 0, "last year": 1, "去年": 1}
+        back = next((v for k, v in relative.items() if k in query), None)
+        y = int(year[1]) if year else now.year - (back or 0)
+        return datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
+    start = datetime(y, m, 1, tzinfo=UTC)
+    return start, datetime(y + (m == 12), m % 12 + 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("now", [NOW, datetime(2027, 1, 3, 9, 0, tzinfo=UTC)])
+def test_a_period_named_in_a_question_holds_the_right_memory_and_no_other(now: datetime) -> None:
+    suite = seed_trap_suite(20, now, seed=8)
+    docs = _docs(suite)
+    valid: dict[str, tuple[datetime, datetime]] = {}  # version → its valid [from, to)
+    chains: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for e in suite.events:
+        chains[(e["tenant_id"], e["memory_key"])].append(doc_id(e["tenant_id"], e["event_id"]))
+    for ids in chains.values():
+        starts = [datetime.fromisoformat(str(docs[i]["occurred_at"])) for i in ids]
+        for n, version in enumerate(ids):
+            valid[version] = (starts[n], starts[n + 1] if n + 1 < len(ids) else now)
+    checked = 0
+    for q in suite.questions:
+        if q.group not in ("version_named_date", "period_named"):
+            continue
+        start, end = _named_period(q.query, now)
+        (right,) = q.right
+        if q.group == "version_named_date":  # the right version is valid all through it
+            assert valid[right][0] <= start and end <= valid[right][1], q.query
+            for other in q.stale:
+                if other in valid and docs[other]["memory_key"] == docs[right]["memory_key"]:
+                    assert valid[other][1] <= start or end <= valid[other][0], q.query
+        else:  # the right order was placed in it, no other one was
+            assert start <= valid[right][0] < end, q.query
+            for other in q.stale:
+                assert not start <= valid[other][0] < end, q.query
+        checked += 1
+    assert checked == 40
