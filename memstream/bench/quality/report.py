@@ -19,6 +19,7 @@ from rich.table import Table
 from memstream.bench.quality.report_gate import gate_section
 from memstream.bench.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
 from memstream.bench.quality.scoring import ANSWERABLE, Scores
+from memstream.bench.quality.seed_gate import seed_gate_markdown
 from memstream.bench.quality.served import SERVED
 
 TRAP_TARGET = 0.01
@@ -73,6 +74,12 @@ def targets(scores: Scores) -> list[str]:
         verdict = "met" if held <= HELDOUT_TARGET else "MISSED"
         lines.append(
             f"- held-out trap wrong-memory rate ≤ {HELDOUT_TARGET:.0%}: **{verdict}** ({held:.1%})"
+        )
+    seed = scores.seedtraps.get("memstream", {}).get("all")
+    if seed is not None:
+        verdict = "met" if seed <= TRAP_TARGET else "MISSED"
+        lines.append(
+            f"- seed trap wrong-memory rate ≤ {TRAP_TARGET:.0%}: **{verdict}** ({seed:.1%})"
         )
     r5 = {s: scores.locomo.get(s, {}).get(ANSWERABLE, {}).get("recall@5") for s in REPORTED}
     mine = r5.get("memstream")
@@ -130,6 +137,7 @@ def markdown(
     for title, rates, counts, forbidden in (
         ("Trap suite", scores.traps, scores.trap_counts, scores.trap_forbidden),
         ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
+        ("Seed trap suite", scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
     ):
         if not rates:
             continue
@@ -196,6 +204,8 @@ def markdown(
         ]
     if scores.gate:
         out += gate_section(scores)
+    if scores.seed_gate:
+        out += seed_gate_markdown(scores.seed_gate, scores.seed_gate_misses)
     out += ["## What each system is given", ""]
     out += [f"- {line}" for line in METHOD] + [""]
     out += ["## memstream's misses, with the scores from its replies", ""]
@@ -230,6 +240,10 @@ def chart(scores: Scores, path: Path) -> None:
     if scores.heldout:
         panels.append(
             ("held-out traps: wrong-memory rate ↓", list(scores.heldout_counts), scores.heldout)
+        )
+    if scores.seedtraps:
+        panels.append(
+            ("seed traps: wrong-memory rate ↓", list(scores.seedtraps_counts), scores.seedtraps)
         )
     if scores.locomo:
         cats = list(scores.locomo_counts)
@@ -295,4 +309,10 @@ def print_headline(scores: Scores, console: Console) -> None:
             f"gate (labelled set, {int(g['n'])} questions): false-skip "
             f"{g['false-skip rate']:.1%}, invalid-query {g['invalid-query rate']:.1%} "
             "(always retrieve: 0.0 %, 100.0 %)"
+        )
+    for side in ("with user_id", "without user_id") if scores.seed_gate else ():
+        g = scores.seed_gate[side]
+        console.print(
+            f"seed gate set, {side}: false-skip {g['false-skip rate']:.1%}, invalid-query "
+            f"{g['invalid-query rate']:.1%}"
         )

@@ -31,6 +31,8 @@ from memstream.bench.quality.datasets import datasets_root, locomo_suite, sgd_su
 from memstream.bench.quality.gate_personal import personal_set
 from memstream.bench.quality.gate_runs import GATE_ON, ask_gate, ask_gate_on
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
+from memstream.bench.quality.seed_gate import seed_gate_questions
+from memstream.bench.quality.seedtraps import seed_trap_suite
 from memstream.bench.quality.suite import Question, Suite, doc_id
 from memstream.bench.quality.traps import trap_suite
 from memstream.ops.health import check_postgres, check_redis
@@ -46,7 +48,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", "seedtraps")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,8 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         from memstream.bench.quality.timeqa import timeqa_suite
 
         suites.append(timeqa_suite(root))
+    if "seedtraps" in options.suites:
+        suites.append(seed_trap_suite(options.traps_per_family, now, options.seed))
     return suites
 
 
@@ -345,7 +349,8 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     model.cache_tag = tag  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
-    gate_questions = gate_set(suites, options.seed)
+    gate_questions = gate_set([s for s in suites if s.name != "seedtraps"], options.seed)
+    gate_questions += seed_gate_questions(suites, options.seed)  # reported apart
     texts += [q.query for q in gate_questions]
     personal = personal_set(datetime.now(UTC)) if suites else None
     if personal is not None:
