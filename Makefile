@@ -1,10 +1,12 @@
-# Two entry points: `make demo` (the main job) and `make test` (what CI runs).
+# Entry points: `make demo` (the main job), `make test` (what CI runs: lint, then every test
+# against the real stack) and `make check` (the edit-test loop: lint and the unit tests, which
+# start no service and load no model: under a minute).
 # Each creates .venv and installs everything in one pip resolution on first use.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo up test lint browser bench clean
+.PHONY: demo up test check lint browser bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +36,9 @@ browser:
 
 test: lint browser
 	$(BIN)/pytest
+
+check: lint
+	$(BIN)/pytest -q -p no:cacheprovider tests/unit
 
 clean:
 	rm -rf $(VENV) .memstream .mypy_cache .ruff_cache .pytest_cache

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from memstream.services.kafka_security import KAFKA_ENVIRONMENT
 from memstream.services.settings import ENVIRONMENT, Settings, SettingsError
 
 EXIT_CONFIG = 2
@@ -47,7 +48,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    settings_help = "\n".join(f"  {name:<28} {text}" for name, _, text in ENVIRONMENT)
+    listed = [(name, text) for name, _, text in ENVIRONMENT] + list(KAFKA_ENVIRONMENT)
+    settings_help = "\n".join(f"  {name:<36} {text}" for name, text in listed)
     parser = _Parser(
         prog="memstream",
         description="memstream: versioned, trust-scored memory for AI agents, over Kafka.",
@@ -61,7 +63,16 @@ def _parser() -> _Parser:
         help="the main job: publish a realistic history and show, side by side, what plain "
         "vector search and memstream answer",
     )
-    sub.add_parser("up", help="run the stack and one worker in the foreground (Ctrl-C stops)")
+    up_cmd = sub.add_parser(
+        "up", help="run the stack and one worker in the foreground (Ctrl-C stops)"
+    )
+    up_cmd.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=300.0,
+        help="on a stop, seconds the worker may take to ingest what the embedded broker holds "
+        "(default 300)",
+    )
     sub.add_parser("worker", help="run one more worker against a running stack")
     sub.add_parser("health", help="check every part of a running stack and print its status")
 
@@ -101,7 +112,9 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
-    bench.add_argument("what", choices=["ingest", "query", "replay", "quality", "erasure", "soak"])
+    bench.add_argument(
+        "what", choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker"]
+    )
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
         "--model-sample", type=int, default=2_000, help="texts for the raw model throughput"
@@ -131,6 +144,12 @@ def _parser() -> _Parser:
     soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
         "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
+    )
+    broker = bench.add_argument_group("broker bench (one embedded-broker partition as it grows)")
+    broker.add_argument(
+        "--batches",
+        default="0,10000,100000",
+        help="partition sizes to measure at, in record batches (default 0,10000,100000)",
     )
     erasure = bench.add_argument_group("erasure bench (--versions: the whole store)")
     erasure.add_argument(
@@ -303,6 +322,13 @@ def _parser() -> _Parser:
     gateway.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     gateway.add_argument("--port", type=int, help="port (default MEMSTREAM_GATEWAY_PORT, 7070)")
     sub.add_parser("mcp", help="serve the MCP tools over stdio (credential: MEMSTREAM_KEY)")
+    link = sub.add_parser(
+        "ui-link", help="a one-page link to a timeline page (no credential in it; good once)"
+    )
+    link.add_argument("page", nargs="?", default="/ui", help="e.g. /ui/memories/spec:X1")
+    link.add_argument("--url", help="the gateway (default http://127.0.0.1:GATEWAY_PORT)")
+    link.add_argument("--tenant", help="whose agent credential in credentials.json")
+    link.add_argument("--key", help="the credential (default MEMSTREAM_KEY, credentials.json)")
     return parser
 
 
@@ -383,7 +409,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "up":
         from memstream.ops.up import up
 
-        return up(settings)
+        return up(settings, drain_timeout=args.drain_timeout)
     if args.command == "worker":
         from memstream.ops.up import worker
 
@@ -455,9 +481,13 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from memstream.ops.replay import options_from, replay
 
         return replay(settings, options_from(args))
-    if args.command in ("gateway", "mcp"):
-        from memstream.gateway.serve import gateway, mcp_stdio
+    if args.command in ("gateway", "mcp", "ui-link"):
+        from memstream.gateway.serve import gateway, mcp_stdio, ui_link
 
+        if args.command == "ui-link":
+            port = settings.gateway_port or 7070
+            url = args.url or f"http://127.0.0.1:{port}"
+            return ui_link(settings, args.page, url=url, key=args.key, tenant=args.tenant)
         if args.command == "mcp":
             return mcp_stdio(settings)
         return gateway(settings, host=args.host, port=args.port or settings.gateway_port or 7070)

@@ -26,6 +26,7 @@ from memstream.services.domain.reply import (
     RetrievalReply,
     Scores,
 )
+from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
 from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
 from memstream.streams.publisher import EventPublisher, Published, PublishError, Rejected
@@ -55,7 +56,7 @@ class AsyncMemory:
 
     ``async with AsyncMemory(broker, credential=KEY) as memory: await memory.retrieve(…)``
     (``credential`` None: ``MEMSTREAM_KEY``; requests are signed and sealed with it, events
-    signed).
+    signed; ``security`` None: the broker connection's TLS/SASL from ``MEMSTREAM_KAFKA_*``).
     """
 
     def __init__(
@@ -65,7 +66,9 @@ class AsyncMemory:
         *,
         credential: str | None = None,
         timeout: float = 10.0,
+        security: KafkaSecurity | None = None,
     ) -> None:
+        self._security = resolve(security)
         self._bootstrap = bootstrap
         self._topics = topics or Topics()
         self._credential = credential
@@ -76,7 +79,11 @@ class AsyncMemory:
 
     async def start(self) -> AsyncMemory:
         client = MemoryClient(
-            self._bootstrap, self._topics, credential=self._credential, timeout=self._timeout
+            self._bootstrap,
+            self._topics,
+            credential=self._credential,
+            timeout=self._timeout,
+            security=self._security,
         )
         await client.start()
         self._client = client
@@ -152,7 +159,10 @@ class AsyncMemory:
         async with self._publisher_lock:
             if self._publisher is None:
                 self._publisher = await EventPublisher(
-                    self._bootstrap, self._topics, credential=self._credential
+                    self._bootstrap,
+                    self._topics,
+                    credential=self._credential,
+                    security=self._security,
                 ).start()
         return await self._publisher.publish(events, tenant_id=tenant)
 
@@ -170,13 +180,17 @@ class Memory:
         *,
         credential: str | None = None,
         timeout: float = 10.0,
+        security: KafkaSecurity | None = None,
     ) -> None:
+        security = resolve(security)  # a bad setting fails here, before a thread starts
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="memstream-client", daemon=True
         )
         self._thread.start()
-        self._memory = AsyncMemory(bootstrap, topics, credential=credential, timeout=timeout)
+        self._memory = AsyncMemory(
+            bootstrap, topics, credential=credential, timeout=timeout, security=security
+        )
         try:
             self._call(self._memory.start())
         except BaseException:

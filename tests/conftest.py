@@ -28,6 +28,26 @@ MACHINE_POSTGRES = os.environ.get(
     "MEMSTREAM_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"
 )
 MACHINE_REDIS = os.environ.get("MEMSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+UNIT = Path(__file__).parent / "unit"
+# However slow the host, a hung test is reported by name before CI's 90-minute limit ends the run.
+MAX_TEST_SECONDS = 45 * 60
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test's timeout (pytest-timeout: the ini's, or its own ``timeout`` mark) is a hang
+    guard in reference seconds, scaled by ``slowness()`` for this host. Unit tests touch no
+    model and keep the ini's; a run of unit tests alone measures nothing. No test gets more than
+    ``MAX_TEST_SECONDS``."""
+    from tests.e2e.processes import guard
+
+    given = config.getoption("timeout", None)  # --timeout wins over the ini, as in the plugin
+    base = float(given if given is not None else config.getini("timeout") or 0)
+    for item in items:
+        if item.path.is_relative_to(UNIT) or not base:
+            continue
+        own = item.get_closest_marker("timeout")
+        seconds = float(own.args[0]) if own is not None and own.args else base
+        item.add_marker(pytest.mark.timeout(min(guard(seconds), MAX_TEST_SECONDS)), append=False)
 
 
 def unique(prefix: str) -> str:

@@ -248,6 +248,11 @@ def bench(settings: Settings, args: Any) -> int:
             bench_soak(args.requests, args.concurrency, args.memories, args.soak_burst, args.churn)
         )
         return 0
+    if args.what == "broker":
+        from memstream.bench.broker import bench_broker, print_broker
+
+        print_broker(bench_broker([int(n) for n in args.batches.split(",") if n.strip()]))
+        return 0
     if args.what == "erasure":
         from memstream.bench.erasure import bench_erasure, print_erasure
 

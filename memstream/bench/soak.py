@@ -11,6 +11,7 @@ rebalances the worker logged. Nothing is asserted.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import random
 import shutil
@@ -24,6 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psutil
 from rich.console import Console
 
 from memstream.bench.kit import publish_events, synthetic_events
@@ -65,8 +67,69 @@ def cut(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+class Sampler:
+    """Each minute: the broker's RSS (MiB) and CPU seconds, the worker's CPU seconds."""
+
+    def __init__(self, broker: psutil.Process | None, worker: psutil.Process | None) -> None:
+        self.rows: list[dict[str, float]] = []
+        self._broker = broker
+        self._worker = worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="soak sampler", daemon=True)
+
+    def _cpu(self, proc: psutil.Process | None) -> float:
+        try:
+            return float(sum(proc.cpu_times()[:2])) if proc is not None else float("nan")
+        except psutil.Error:
+            return float("nan")
+
+    def sample(self) -> dict[str, float]:
+        try:
+            rss = self._broker.memory_info().rss / 2**20 if self._broker else float("nan")
+        except psutil.Error:
+            rss = float("nan")
+        return {"broker_rss_mib": rss, "broker_cpu": self._cpu(self._broker),
+                "worker_cpu": self._cpu(self._worker)}  # fmt: skip
+
+    def _run(self) -> None:
+        while not self._stop.wait(60.0):
+            self.rows.append(self.sample())
+
+    def start(self) -> Sampler:
+        self.rows.append(self.sample())
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.rows.append(self.sample())
+
+
+def _broker_process() -> psutil.Process | None:
+    """The embedded broker this process started (Tansu), if any."""
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name().startswith("tansu"):
+                return child
+        except psutil.Error:
+            continue
+    return None
+
+
+def per_minute(done_at: list[float]) -> list[int]:
+    """Answers completed in each whole minute from the first (the last, partial, minute is
+    left out unless it is the only one)."""
+    if not done_at:
+        return []
+    minutes = [0] * (int(max(done_at) // 60) + 1)
+    for moment in done_at:
+        minutes[int(moment // 60)] += 1
+    return minutes[:-1] or minutes
+
+
 async def _soak(
-    settings: Settings, tenant: str, total: int, concurrency: int
+    settings: Settings, tenant: str, total: int, concurrency: int, done_at: list[float]
 ) -> tuple[list[float], list[float], dict[str, int]]:
     from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
@@ -79,6 +142,7 @@ async def _soak(
     queues: list[float] = []
     outcomes: dict[str, int] = {}
     issued = 0
+    origin = time.perf_counter()
     async with MemoryClient(settings.broker, settings.topics, timeout=60, credential=key) as client:
 
         async def lane() -> None:
@@ -96,7 +160,10 @@ async def _soak(
                     key = "timeout"
                 except MemoryClientError:
                     key = "client_error"
-                ends.append((time.perf_counter() - started) * 1000)
+                finished = time.perf_counter()
+                ends.append((finished - started) * 1000)
+                if key in ("ok", "skipped"):
+                    done_at.append(finished - origin)
                 outcomes[key] = outcomes.get(key, 0) + 1
                 if len(ends) % 10_000 == 0:
                     out.print(f"  {len(ends)} requests answered …")
@@ -161,14 +228,21 @@ def bench_soak(
                     extra.terminate()
                     extra.wait(60)
 
+        sampler = Sampler(_broker_process(), psutil.Process(worker.pid)).start()
         helpers = [threading.Thread(target=ingest_bursts, daemon=True)]
         if churn:
             helpers.append(threading.Thread(target=churn_workers, daemon=True))
         for helper in helpers:
             helper.start()
         started = time.monotonic()
-        ends, queues, outcomes = asyncio.run(_soak(resolved, tenant, requests, concurrency))
+        done_at: list[float] = []
+        ends, queues, outcomes = asyncio.run(
+            _soak(resolved, tenant, requests, concurrency, done_at)
+        )
         figures["seconds"] = time.monotonic() - started
+        sampler.stop()
+        figures["per_minute"] = per_minute(done_at)
+        figures["samples"] = sampler.rows
         stop.set()
         for helper in helpers:
             helper.join(120)
@@ -209,3 +283,22 @@ def print_soak(figures: dict[str, Any]) -> None:
         f"p99.9 {q[0.999]:.1f} · max {q[1.0]:.1f} · over 1 s: {figures['queue_over_1s']}"
     )
     out.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(figures["outcomes"].items())))
+    minutes = figures["per_minute"]
+    if minutes:
+        change = (minutes[-1] - minutes[0]) / minutes[0] * 100 if minutes[0] else float("nan")
+        out.print(
+            "answers per minute: " + " ".join(str(m) for m in minutes)
+            + f" · last vs first {change:+.0f} %"
+        )  # fmt: skip
+    rows = figures["samples"]
+    if len(rows) >= 2:
+        out.print(
+            "broker RSS MiB per minute: " + " ".join(f"{r['broker_rss_mib']:.0f}" for r in rows)
+        )
+        out.print(
+            "CPU s per minute, broker / worker: "
+            + " ".join(
+                f"{b['broker_cpu'] - a['broker_cpu']:.0f}/{b['worker_cpu'] - a['worker_cpu']:.0f}"
+                for a, b in itertools.pairwise(rows)
+            )
+        )

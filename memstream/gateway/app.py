@@ -1,6 +1,6 @@
 """The HTTP gateway: FastAPI routes over ``Doors``; ``create_app`` builds one.
 
-``POST /v1/retrieve`` · ``POST /v1/events`` (``?wait=true``) ·
+``POST /v1/retrieve`` · ``POST /v1/events`` (``?wait=true``: until recorded) ·
 ``GET /v1/memories/{memory_key}/history`` · ``GET /v1/audit/{request_id}`` ·
 ``POST /v1/forget`` (admin only) · ``GET /healthz`` ·
 ``/openapi.json`` and ``/docs`` (a page of our own: no CDN) · ``/mcp`` (MCP, streamable HTTP) ·
@@ -192,12 +192,26 @@ def create_app(doors: Doors, *, mcp: bool = True, ui: bool = True) -> FastAPI:
         status = 200 if reply.error is None else REPLY_STATUS.get(reply.error.code, 400)
         return JSONResponse(reply.to_json(), status_code=status)
 
-    @app.post("/v1/events", status_code=202, summary="Publish one MemoryEvent or a list")
+    @app.post(
+        "/v1/events",
+        status_code=202,
+        summary="Publish one MemoryEvent or a list",
+        description="`tenant_id` may be left out (it is the credential's; naming another is "
+        "403) and so may `event_id` (one is made and returned in `event_ids`, in order; send "
+        "your own to make retries idempotent). `acknowledged` says what the answer promises: "
+        "`broker` (202: on the events topic, not yet recorded) or, once nothing is pending, "
+        "`ledger` (200: each event recorded in Postgres, as a version or a dead letter with "
+        "its reason). Without `wait` the answer follows the stack: on the embedded broker, "
+        "which keeps its topics in memory, it waits for the ledger; on Kafka it answers for "
+        "the broker. `?wait=true` always waits, `?wait=false` never does.",
+    )
     async def events(
         body: dict[str, Any] | list[dict[str, Any]],
         request: Request,
         who: Caller,
-        wait: Annotated[bool, Query(description="until ingested or dead-lettered")] = False,
+        wait: Annotated[
+            bool | None, Query(description="until ingested or dead-lettered (default: the stack's)")
+        ] = None,
         timeout: Annotated[float, Query(gt=0, le=600)] = 60.0,
     ) -> JSONResponse:
         batch = body if isinstance(body, list) else [body]

@@ -139,8 +139,16 @@ def build_server(doors: Doors, *, default_credential: str | None) -> MCPServer[A
         text = "\n".join(lines) or f"no memory {memory_key!r} for tenant {tenant!r}"
         return _result(text, {"tenant_id": tenant, "memory_key": memory_key, "versions": versions})
 
-    @server.tool(description="Remember a fact: publish one MemoryEvent (JSON object).")
-    async def remember(event: dict[str, Any], ctx: Context, wait: bool = False) -> CallToolResult:
+    @server.tool(
+        description="Remember a fact: publish one MemoryEvent (JSON object). tenant_id and "
+        "event_id may be left out (the credential's tenant; a fresh id, returned). "
+        "'acknowledged' is 'broker' (published, not yet recorded) or 'ledger' (recorded, or "
+        "dead-lettered with its reason). wait unset follows the stack: the embedded broker "
+        "waits for the ledger, Kafka answers for the broker."
+    )
+    async def remember(
+        event: dict[str, Any], ctx: Context, wait: bool | None = None
+    ) -> CallToolResult:
         try:
             principal, credential = await who(ctx)
             outcome = await doors.remember(principal, credential, [event], wait=wait)

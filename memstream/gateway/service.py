@@ -29,10 +29,12 @@ from memstream.gateway.auth import (
     writable,
 )
 from memstream.gateway.erasure import Forgotten, erasure_scope, wait_completed
+from memstream.ops.ingest_status import acknowledgement, wait_for
 from memstream.services.domain import versioning
 from memstream.services.domain.erasure import InvalidScope, checked_reason
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.identity import AuthError, Forbidden
+from memstream.services.domain.identity import unbound_source as domain_unbound
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.reply import RetrievalReply
 from memstream.services.domain.validation import validate_event
@@ -67,7 +69,15 @@ REPLY_STATUS = {
 
 @dataclass
 class Ingestion:
-    """What became of published events: ids sent, and with ``wait`` where each ended."""
+    """What became of published events: ids sent (made here for events that had none), and
+    with ``wait`` where each ended.
+
+    ``acknowledged`` says what the answer promises: ``broker`` — every event is on the events
+    topic (acks=all), not yet recorded; the worker records or dead-letters it next, and an
+    embedded broker loses what the worker has not read when ``up`` stops. ``ledger`` — every
+    event is recorded in Postgres, as a version (``ingested``) or a dead letter with its
+    reason (``dead_lettered``): only ``?wait=true`` answers that, once nothing is ``pending``.
+    """
 
     sent: list[str] = field(default_factory=list)
     ingested: list[str] = field(default_factory=list)
@@ -75,13 +85,46 @@ class Ingestion:
     pending: list[str] = field(default_factory=list)
     waited: bool = False
 
+    @property
+    def acknowledged(self) -> str:
+        return "ledger" if self.waited and not self.pending else "broker"
+
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"event_ids": self.sent}
+        body: dict[str, Any] = {"event_ids": self.sent, "acknowledged": self.acknowledged}
         if self.waited:
             body.update(
                 ingested=self.ingested, dead_lettered=self.dead_lettered, pending=self.pending
             )
         return body
+
+
+def completed_event(principal: Principal, index: int, raw: Any) -> Any:
+    """An event as the gateway sends it: the tenant is the credential's (an event may repeat
+    it or leave it out; one naming another tenant is refused, 403, whether that tenant exists
+    or not), and an event without ``event_id`` gets a fresh one. A made id makes a retried call
+    a second event: a producer that retries sends its own ids (the ledger is idempotent on
+    them)."""
+    if not isinstance(raw, Mapping):
+        return raw  # validation names what is wrong with it
+    named = raw.get("tenant_id")
+    if named not in (None, "", principal.tenant_id):
+        raise DoorError(
+            "forbidden",
+            f"event {index} names tenant {str(named)!r}; this credential publishes for tenant "
+            f"{principal.tenant_id!r} only (leave tenant_id out: the credential says it)",
+            403,
+        )
+    event = {**raw, "tenant_id": principal.tenant_id}
+    if not event.get("event_id"):
+        event["event_id"] = uuid.uuid4().hex
+    return event
+
+
+def unbound_source(principal: Principal, index: int, source: object) -> DoorError:
+    """A producer's event from a source its key is not bound to (a key is bound to sources so
+    that one system cannot claim another's authority): the producer is told what its own key
+    speaks for and the command an operator runs for a key that speaks for the new source."""
+    return DoorError("forbidden", f"event {index}: {domain_unbound(principal, source)}", 403)
 
 
 def _anchor_list(items: Any) -> list[dict[str, str]]:
@@ -183,6 +226,7 @@ class Doors:
                 self.settings.topics,
                 credential=credential,
                 timeout=self.timeout,
+                security=self.settings.kafka,
             ).start()
             self._clients[credential] = memory
             if len(self._clients) > MAX_CLIENTS:
@@ -209,10 +253,16 @@ class Doors:
         credential: str,
         events: Sequence[Mapping[str, Any]],
         *,
-        wait: bool = False,
+        wait: bool | None = None,
         wait_seconds: float = 60.0,
     ) -> Ingestion:
-        """Validate every event first: one invalid, none sent (422 naming each)."""
+        """Validate every event first: one invalid, none sent (422 naming each). The tenant
+        is the credential's and a missing ``event_id`` is made (``completed_event``).
+
+        ``wait`` None follows the stack's acknowledgement (``ingest_status.acknowledgement``):
+        the embedded broker keeps its topics in memory, so there the answer waits until every
+        event is in the ledger (or dead-lettered) — an acknowledged event then survives a crash
+        of ``up``; on Kafka the broker's acknowledgement is the contract."""
         if principal.role not in ("producer", "admin"):  # before reading a single event
             raise refused(Forbidden(f"role {principal.role} may not publish"))
         if not events:
@@ -221,12 +271,15 @@ class Doors:
             raise DoorError("bad_field", f"{len(events)} events; at most {MAX_EVENTS} a call", 422)
         now = datetime.now(UTC)
         problems = []
+        events = [completed_event(principal, index, raw) for index, raw in enumerate(events)]
         for index, raw in enumerate(events):
             try:
                 event = validate_event(raw, now)
             except InvalidEvent as exc:
                 problems.append(f"event {index}: {exc.reason}: {exc.detail}")
                 continue
+            if principal.role == "producer" and event.source_system not in principal.sources:
+                raise unbound_source(principal, index, event.source_system)  # 403: none sent
             writable(principal, event.tenant_id, event.source_system)  # 403: none sent
         if problems:
             raise DoorError("invalid_event", "; ".join(problems) + " (nothing was sent)", 422)
@@ -236,9 +289,9 @@ class Doors:
         except PublishError as exc:
             raise DoorError("broker_unavailable", str(exc), 503) from None
         outcome = Ingestion(sent=[event_id for _, event_id in published.sent])
+        if wait is None:
+            wait = await asyncio.to_thread(acknowledgement, self.settings) == "ledger"
         if wait:
-            from memstream.ops.ingest_status import wait_for
-
             status = await asyncio.to_thread(
                 wait_for, self.settings, published.sent, timeout=wait_seconds
             )

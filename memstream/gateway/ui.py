@@ -5,8 +5,9 @@ transaction-time chart, each with its flags (current, superseded, retracted, lat
 trust components it was last served with, and the requests that returned it; an erased version is
 a tombstone (erased when, erasure id, reason), its content gone. ``/ui/requests/{id}`` —
 what the agent was told and why: the gate, every result's scores and conflicts, with a link to
-each memory's timeline. A browser authenticates with the ``Authorization`` header, or once at
-``/ui/login?credential=…`` which sets an HttpOnly cookie.
+each memory's timeline. A browser authenticates with the ``Authorization`` header, or signs in
+once (a form, or a one-page link from ``memstream ui-link``: ``memstream.gateway.ui_auth``);
+no credential ever travels in a URL.
 """
 
 from __future__ import annotations
@@ -14,25 +15,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from html import escape
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import Cookie, FastAPI, Header, Query, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from memstream.gateway.auth import DoorError, Principal
+from memstream.gateway.auth import DoorError
 from memstream.gateway.chart import late_versions, timeline_svg
 from memstream.gateway.pages import frame
 from memstream.gateway.service import Doors
+from memstream.gateway.ui_auth import AuthHeader, SessionCookie, UiSessions, add_sign_in, viewer
 from memstream.services.domain.model import MemoryVersion, Op
 from memstream.services.ports import ErasureMark
 
-COOKIE = "memstream_credential"
 COMPONENTS = ("authority", "recency", "binding", "state", "cross_validation", "trust", "final")
-
-
-AuthHeader = Annotated[str | None, Header()]
-AuthCookie = Annotated[str | None, Cookie(alias=COOKIE)]
 
 
 def _fmt(moment: datetime | None) -> str:
@@ -188,29 +185,18 @@ def index_page() -> str:
         "<form action='/ui/memory' method='get'>memory key <input name='memory_key'> tenant "
         "<input name='tenant_id'> <button>timeline</button></form>"
         "<form action='/ui/request' method='get'>request id <input name='request_id'> "
-        "<button>what was the agent told</button></form>",
+        "<button>what was the agent told</button></form>"
+        "<form action='/ui/logout' method='post'><button>sign out</button></form>",
     )
 
 
-def add_ui(app: FastAPI, doors: Doors) -> None:
-    async def viewer(authorization: str | None, cookie: str | None) -> Principal:
-        header = authorization or (f"Bearer {cookie}" if cookie else None)
-        principal, _ = await doors.authenticate(header)
-        return principal
-
-    @app.get("/ui/login", include_in_schema=False)
-    async def login(
-        credential: Annotated[str, Query(min_length=1)], next: str = "/ui"
-    ) -> RedirectResponse:
-        await doors.authenticate(f"Bearer {credential}")
-        target = next if next.startswith("/ui") else "/ui"
-        response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, credential, httponly=True, samesite="strict")
-        return response
+def add_ui(app: FastAPI, doors: Doors, sessions: UiSessions | None = None) -> None:
+    sessions = sessions or UiSessions()
+    add_sign_in(app, doors, sessions)
 
     @app.get("/ui", include_in_schema=False)
-    async def index(authorization: AuthHeader = None, cookie: AuthCookie = None) -> HTMLResponse:
-        await viewer(authorization, cookie)
+    async def index(authorization: AuthHeader = None, cookie: SessionCookie = None) -> HTMLResponse:
+        await viewer(doors, sessions, authorization, cookie)
         return HTMLResponse(index_page())
 
     @app.get("/ui/memory", include_in_schema=False)
@@ -227,9 +213,9 @@ def add_ui(app: FastAPI, doors: Doors) -> None:
         request: Request,
         tenant_id: str | None = None,
         authorization: AuthHeader = None,
-        cookie: AuthCookie = None,
+        cookie: SessionCookie = None,
     ) -> HTMLResponse:
-        principal = await viewer(authorization, cookie)
+        principal = await viewer(doors, sessions, authorization, cookie)
         tenant, chain = await doors.history(principal, memory_key, tenant_id=tenant_id or None)
         if not chain:
             raise DoorError("not_found", f"no memory {memory_key!r} for tenant {tenant!r}", 404)
@@ -240,9 +226,9 @@ def add_ui(app: FastAPI, doors: Doors) -> None:
 
     @app.get("/ui/requests/{request_id}", include_in_schema=False)
     async def request_view(
-        request_id: str, authorization: AuthHeader = None, cookie: AuthCookie = None
+        request_id: str, authorization: AuthHeader = None, cookie: SessionCookie = None
     ) -> HTMLResponse:
-        principal = await viewer(authorization, cookie)
+        principal = await viewer(doors, sessions, authorization, cookie)
         answers = await doors.audit(principal, request_id)
         if not answers:
             raise DoorError("not_found", f"no request {request_id!r} in the query log", 404)

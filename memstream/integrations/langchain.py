@@ -22,12 +22,15 @@ from memstream.integrations.common import metadata
 
 
 class MemstreamRetriever(BaseRetriever):
-    """``MemstreamRetriever(memory=Memory(broker), tenant="acme", user="C-17")``."""
+    """``MemstreamRetriever(memory=Memory(broker, credential=KEY), user="C-17")``.
+
+    ``tenant`` is optional: the credential fixes it. Naming it (as before) still works, and a
+    tenant other than the credential's is refused by the service."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     memory: Memory
-    tenant: str
+    tenant: str | None = None
     user: str | None = None
     limit: int = 5
     force: bool = True

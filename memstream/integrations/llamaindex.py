@@ -2,7 +2,8 @@
 
 Returns ``NodeWithScore``: a ``TextNode`` whose text is the rendered memory and whose metadata
 holds the key, version, valid time, scores and trust; the score is memstream's final score.
-Sync and async; it wraps a ``memstream.client.Memory``.
+Sync and async; it wraps a ``memstream.client.Memory``. ``tenant`` is optional: the
+credential fixes it (naming it still works; another tenant is refused by the service).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class MemstreamLlamaRetriever(BaseRetriever):
     def __init__(
         self,
         memory: Memory,
-        tenant: str,
+        tenant: str | None = None,
         *,
         user: str | None = None,
         limit: int = 5,

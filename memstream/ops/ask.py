@@ -63,14 +63,13 @@ def print_reply(reply: dict[str, Any]) -> None:
     status = reply["status"]
     latency = reply.get("latency_ms", {})
     queue = f" (+{latency['queue']:.1f} ms queued)" if "queue" in latency else ""
-    out.print(
-        f"[bold]{status}[/] · gate {gate['decision']}: {gate['reason']} · "
-        f"{latency.get('total', 0):.1f} ms{queue} · request {reply['request_id']}",
-        markup=True,
-    )
-    if reply.get("error"):
-        out.print(f"[red]error {reply['error']['code']}[/]: {reply['error']['message']}")
+    timing = f"{latency.get('total', 0):.1f} ms{queue} · request {reply['request_id']}"
+    error = reply.get("error")
+    if error:  # an error is not a gate decision: say what went wrong, first
+        out.print(f"[red]error {error['code']}[/]: ", end="")
+        out.print(f"{error['message']} · {timing}", markup=False)
         return
+    out.print(f"[bold]{status}[/] · gate {gate['decision']}: {gate['reason']} · {timing}")
     if not reply["results"]:
         if status == "ok":
             out.print("no memory matches")

@@ -6,8 +6,10 @@ Must not import handlers, streams, nor ``ops.stack`` (which runs these checks).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from memstream.ops.parts import Endpoints, StackError
+from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.ports import AdapterError
 from memstream.services.settings import Settings
 
@@ -30,12 +32,15 @@ def model_path(settings: Settings) -> Path:
     return path
 
 
-def check_broker(bootstrap: str, timeout: float = 5.0) -> str:
+def check_broker(
+    bootstrap: str, timeout: float = 5.0, *, security: KafkaSecurity | None = None
+) -> str:
+    """``security`` None: ``MEMSTREAM_KAFKA_*``, as ``Settings.kafka`` reads them."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(
-        {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "log_level": 0}
-    )
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 0}
+    config["socket.timeout.ms"] = int(timeout * 1000)
+    admin = AdminClient(config | resolve(security).librdkafka_config())
     try:
         metadata = admin.list_topics(timeout=timeout)
     except Exception as exc:
@@ -108,7 +113,7 @@ def check_vectors(settings: Settings, timeout: float = 5.0) -> str:
 def check_parts(settings: Settings, endpoints: Endpoints) -> dict[str, str]:
     """Every part's status; raises StackError (naming the part and the fix) on the first failure."""
     return {
-        "broker": check_broker(endpoints.broker),
+        "broker": check_broker(endpoints.broker, security=settings.kafka),
         "postgres": check_postgres(endpoints.postgres_dsn),
         "redis": check_redis(endpoints.redis_url),
         "vectors": check_vectors(settings),

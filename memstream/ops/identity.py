@@ -26,6 +26,17 @@ from memstream.services.settings import Settings
 
 DEV_TENANT = "dev"
 # The sources the development producer speaks for (the demo's and the examples').
+#
+# Why the development producer stays bound to named sources, like every producer key:
+# a key is bound to sources so that one system (a forum scraper) cannot claim the authority of
+# another (official_doc), and the demo and the examples show exactly that on this tenant. An
+# "any source" producer would be a capability of the key store for every tenant, one copy of a
+# development set-up away from production, and tenant names prove nothing about locality (any
+# deployment may have a tenant called "dev"). So an event from a new source is dead-lettered
+# like anywhere else, and its reason names the key, what it speaks for and the one command that
+# makes a key speaking for those and the new source, saved as the tenant's producer here:
+# `memstream keys create --tenant dev --role producer --source crm … --source catalogue --save`
+# (``services.domain.identity.unbound_source``); the HTTP gateway answers 403 with the same.
 DEV_SOURCES = (
     "crm",
     "erp",
@@ -158,12 +169,45 @@ def credential_for(
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         tenants = document["tenants"]
-        return str(tenants[tenant or document["default_tenant"]][role])
+        wanted = tenant or document["default_tenant"]
     except (OSError, ValueError, KeyError, TypeError):
         raise CredentialsMissing(
             f"no {role} credential: pass --key, set MEMSTREAM_KEY, or start `memstream up` "
             f"(it writes {path})"
         ) from None
+    try:
+        return str(tenants[wanted][role])
+    except (KeyError, TypeError):
+        held = ", ".join(sorted(tenants)) if isinstance(tenants, dict) else "none"
+        raise CredentialsMissing(
+            f"no {role} credential for tenant {wanted!r} in {path} (it holds tenants: {held}). "
+            f"Make one: {make_key_hint(wanted, role)}; or pass --key / set MEMSTREAM_KEY"
+        ) from None
+
+
+def make_key_hint(tenant: str, role: str) -> str:
+    """The two commands that give ``tenant`` a credential of ``role`` this data dir keeps."""
+    sources = " --source SOURCE (one per source_system it sends)" if role == "producer" else ""
+    return (
+        f"`memstream tenants create {tenant}` then "
+        f"`memstream keys create --tenant {tenant} --role {role}{sources} --save`"
+    )
+
+
+def save_credential(settings: Settings, tenant: str, role: str, credential: str) -> Path:
+    """Keep ``credential`` as ``tenant``'s key of ``role`` in DATA_DIR/credentials.json (0600),
+    where ``publish``, ``ask`` and ``forget`` look when no ``--key`` is given. The first tenant
+    saved into a new file becomes its default tenant."""
+    path = settings.credentials_path
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(document.get("tenants"), dict):
+            raise ValueError("no tenants")
+    except (OSError, ValueError, AttributeError):
+        document = {"default_tenant": tenant, "tenants": {}}
+    document["tenants"].setdefault(tenant, {})[role] = credential
+    write_private(path, json.dumps(document, indent=2) + "\n")
+    return path
 
 
 # --- the CLI ------------------------------------------------------------------------------
@@ -184,6 +228,12 @@ def add_parsers(sub: Any) -> None:
         "--source", action="append", default=[], help="producer: a source_system (repeatable)"
     )
     keys.add_argument("--expires", help="create: lifetime, e.g. 90d (default: none)")
+    keys.add_argument(
+        "--save",
+        action="store_true",
+        help="create: also keep the credential in DATA_DIR/credentials.json (0600), where "
+        "publish, ask and forget find it for its tenant",
+    )
     keys.add_argument(
         "--overlap", default="24h", help="rotate: how long the old key stays valid (24h)"
     )
@@ -257,6 +307,10 @@ async def _keys(
         credential, key = await store.create_key(
             args.tenant, Role(args.role), public, args.source, expires
         )
+        if getattr(args, "save", False):
+            path = save_credential(settings, args.tenant, args.role, str(credential))
+            print(f"# {_key_line(key)}\n# saved in {path} for tenant {args.tenant}")
+            return 0
         print(f"# {_key_line(key)}\n# the secret is shown once: store it now")
         print(credential)
         return 0

@@ -5,6 +5,11 @@ line number and not sent, the good ones still go. Records are keyed ``tenant|mem
 every version of a memory lands on one partition, through an idempotent librdkafka producer
 (acks=all). ``--wait`` then watches Postgres until every sent event is ingested (versioned and
 indexed) or dead-lettered, and prints the counts.
+
+What "acknowledged" means is said in the output (``ingest_status.acknowledgement``): on a Kafka
+broker, on the broker (it keeps what it acked); on the embedded broker, which keeps its topics
+in memory, in the ledger: ``publish`` returns once every sent event is recorded in Postgres
+(or dead-lettered), so that a crash of ``up`` right after loses none.
 """
 
 from __future__ import annotations
@@ -165,16 +170,35 @@ def publish(
         return 2
     for number, why in outcome.rejected:
         err.print(f"{path}:{number}: not sent: {why}", markup=False)
-    out.print(
-        f"sent {len(outcome.sent)} events to {topic}"
-        + (f", {len(outcome.rejected)} lines rejected" if outcome.rejected else "")
-    )
+    from memstream.ops.ingest_status import confirm, wait_for
+
+    sent = sorted(set(outcome.sent))
+    recorded = confirm(settings, sent, timeout=timeout, console=err)
+    rejected = f", {len(outcome.rejected)} lines rejected" if outcome.rejected else ""
+    if recorded is None:
+        out.print(
+            f"sent {len(outcome.sent)} events to {topic}{rejected} · acknowledged on the "
+            f"broker {settings.broker} (it keeps them; ingestion follows"
+            + (")" if wait else ": --wait shows it)")
+        )
+    else:
+        out.print(
+            f"sent {len(outcome.sent)} events to {topic}{rejected} · acknowledged in the "
+            f"ledger: {len(sent) - len(recorded.pending)} of {len(sent)} recorded in Postgres "
+            "(the embedded broker keeps its topics in memory)"
+        )
+        if recorded.pending:
+            err.print(
+                f"memstream: publish: {len(recorded.pending)} events were taken by the embedded "
+                f"broker but not recorded in the ledger within {timeout:.0f}s: they are lost "
+                "if `memstream up` stops now. Is its worker running? Publish them again once "
+                "it is (events are idempotent on event_id)"
+            )
+            return 1
     if not wait:
         return 1 if outcome.rejected else 0
 
-    from memstream.ops.ingest_status import wait_for  # --wait only: reads Postgres
-
-    status = wait_for(settings, sorted(set(outcome.sent)), timeout=timeout, console=err)
+    status = wait_for(settings, sent, timeout=timeout, console=err)
     duplicates = outcome.repeated_in_file + len(before & set(outcome.sent))
     reasons = ", ".join(f"{r}: {n}" for r, n in Counter(status.dead.values()).most_common())
     out.print(
@@ -201,7 +225,7 @@ def publish(
 
 
 def _already_ingested(settings: Settings, path: Path) -> set[tuple[str, str]]:
-    from memstream.ops.ingest_status import ingested_among  # --wait only: reads Postgres
+    from memstream.ops.ingest_status import ingested_among
 
     idents = {
         (item.tenant_id, item.event_id)

@@ -138,6 +138,10 @@ class EmbeddedStack:
         self._lock: IO[str] | None = None
         self._watchdogs: list[Watchdog] = []
         self.endpoints: Endpoints | None = None
+        # The embedded broker keeps its topics in memory: what it acknowledged is on it only
+        # until the worker records it (``up`` drains before stopping it; ``publish`` waits
+        # for the ledger).
+        self.broker_in_memory = False
 
     @property
     def data_dir(self) -> Path:
@@ -173,6 +177,7 @@ class EmbeddedStack:
                 "postgres_dsn": dsn,
                 "redis_url": redis_url,
                 "vectors": vectors,
+                "broker_storage": "memory" if self.broker_in_memory else "external",
             }
             (self.data_dir / RUNTIME_FILE).write_text(json.dumps(info, indent=2))
         return self._settings.with_endpoints(broker=broker, postgres_dsn=dsn, redis_url=redis_url)
@@ -227,6 +232,7 @@ class EmbeddedStack:
             [binary, "broker", "--listener-url", url, "--advertised-listener-url", url],
             "tansu.log",
         )
+        self.broker_in_memory = True
         if not _wait_tcp("127.0.0.1", port, 15.0, proc):
             raise StackError(
                 "broker (Tansu)",
@@ -285,6 +291,22 @@ class EmbeddedStack:
         """Health-check every part; raise StackError for the first that is down."""
         assert self.endpoints is not None
         return check_parts(self._settings, self.endpoints)
+
+    def stop_part(self, part: str, timeout: float = 10.0) -> bool:
+        """Stop the processes started as ``part`` (``spawn``'s name) now, before the rest;
+        whether any was running."""
+        found = False
+        for name, proc in self._procs:
+            if name == part and proc.poll() is None:
+                found = True
+                proc.terminate()
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    log.warning("%s did not stop on SIGTERM; killing it", part)
+                    proc.kill()
+                    proc.wait(5)
+        return found
 
     def stop(self) -> None:
         """Stop every process this stack started; idempotent."""

@@ -7,20 +7,35 @@ Must not import handlers or streams.
 
 from __future__ import annotations
 
+from typing import Any
+
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from memstream.services.kafka_security import KafkaSecurity, resolve
 
 
 class TopicError(RuntimeError):
     pass
 
 
+def _admin(bootstrap: str, security: KafkaSecurity | None) -> AdminClient:
+    """``security`` None: ``MEMSTREAM_KAFKA_*``, as ``Settings.kafka`` reads them."""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "log_level": 0}
+    return AdminClient(config | resolve(security).librdkafka_config())
+
+
 def ensure_topics(
-    bootstrap: str, topics: dict[str, int], timeout: float = 10.0, *, strict: bool = True
+    bootstrap: str,
+    topics: dict[str, int],
+    timeout: float = 10.0,
+    *,
+    strict: bool = True,
+    security: KafkaSecurity | None = None,
 ) -> list[str]:
     """Create the missing topics; return the names created now. ``strict``: an existing topic
     with another partition count is an error (else it is left as it is)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = _admin(bootstrap, security)
     existing = admin.list_topics(timeout=timeout).topics
     wrong = {
         name: len(existing[name].partitions)
@@ -46,6 +61,8 @@ def ensure_topics(
     return created
 
 
-def partition_counts(bootstrap: str, timeout: float = 10.0) -> dict[str, int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+def partition_counts(
+    bootstrap: str, timeout: float = 10.0, *, security: KafkaSecurity | None = None
+) -> dict[str, int]:
+    admin = _admin(bootstrap, security)
     return {n: len(t.partitions) for n, t in admin.list_topics(timeout=timeout).topics.items()}

@@ -3,21 +3,30 @@
 ``up`` starts what the settings leave unset (memstream.ops.stack), applies migrations, creates the
 topics, then runs the worker until Ctrl-C / SIGTERM and stops everything it started.
 ``up`` also starts the HTTP gateway (``memstream gateway``) on MEMSTREAM_GATEWAY_PORT.
+
+Stopping goes in order (``StopInOrder``): the doors close (the gateway: HTTP and MCP), the
+worker drains the events topic while it still runs (when the broker is the embedded one, which
+keeps its topics in memory), the worker stops, then the broker and the rest. A second Ctrl-C
+cuts the drain short.
 ``worker`` runs one more worker against a running stack (scale-out, tests).
 """
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import signal
 import sys
+import threading
 import time
+from functools import partial
 from types import FrameType
 from typing import IO
 
 from rich.console import Console
 
+from memstream.ops.drain import Backlog, DrainError, drain
 from memstream.ops.health import model_path
 from memstream.ops.migrate import migrate
 from memstream.ops.stack import (
@@ -120,12 +129,83 @@ def start_gateway(stack: EmbeddedStack, port: int) -> str:
     return f" · gateway {url}"
 
 
-def run_worker(settings: Settings, started: float, describe: str) -> int:
+DRAIN_TIMEOUT = 300.0  # seconds ``up`` waits at most for the worker to drain on a stop
+PROGRESS_EVERY = 5.0  # seconds between the drain's progress lines
+
+
+class StopInOrder:
+    """``up``'s steps between a stop signal and the worker's stop: close the doors, then let
+    the worker drain the events topic of the in-memory broker (``drain_timeout`` s at most,
+    a progress line every few seconds, and what was left, and where, on a timeout)."""
+
+    def __init__(self, stack: EmbeddedStack, settings: Settings, drain_timeout: float) -> None:
+        self._stack = stack
+        self._settings = settings
+        self._timeout = drain_timeout
+        self._hurried = threading.Event()
+
+    def hurry(self) -> None:
+        if not self._hurried.is_set():
+            console.print("stopping now: the drain is cut short")
+        self._hurried.set()
+
+    async def before_stop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if await loop.run_in_executor(None, self._stack.stop_part, "gateway"):
+            console.print("stopping: the gateway (HTTP, MCP) is closed")
+        if not self._stack.broker_in_memory:
+            return  # a Kafka broker keeps what it acknowledged; the next worker takes it
+        assert self._settings.broker is not None
+        topic = self._settings.topics.events
+        console.print(f"stopping: the worker drains {topic} (Ctrl-C again to stop now) …")
+        try:
+            backlog = await loop.run_in_executor(
+                None,
+                partial(
+                    drain,
+                    self._settings.broker,
+                    self._settings.app_id,
+                    topic,
+                    timeout=self._timeout,
+                    report=self._progress,
+                    every=PROGRESS_EVERY,
+                    stopped=self._hurried.is_set,
+                ),
+            )
+        except DrainError as exc:
+            console.print(f"memstream: stop: the drain could not be watched: {exc}", markup=False)
+            return
+        if not backlog.left:
+            console.print(f"stopping: {topic} drained, every acknowledged event is in the ledger")
+            return
+        when = (
+            "before the second signal" if self._hurried.is_set() else f"within {self._timeout:.0f}s"
+        )
+        console.print(
+            f"memstream: stop: {backlog.left} acknowledged events were not ingested {when}"
+            f"; they are on the embedded broker at {backlog.where()}, which keeps them in memory "
+            "only: they are lost when it stops now. Publish them again after the next `memstream "
+            "up` (events are idempotent on event_id), or give the drain longer (`memstream up "
+            "--drain-timeout SECONDS`)",
+            markup=False,
+        )
+
+    def _progress(self, backlog: Backlog, elapsed: float) -> None:
+        console.print(
+            f"stopping: {backlog.left} events left to ingest ({elapsed:.0f}s of "
+            f"{self._timeout:.0f}s)",
+            markup=False,
+        )
+
+
+def run_worker(
+    settings: Settings, started: float, describe: str, steps: StopInOrder | None = None
+) -> int:
     from memstream.streams.app import create_worker
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     held = lock_vectors(settings)  # before joining the group: refuse rather than take partitions
-    worker, runtime = create_worker(settings)
+    worker, runtime = create_worker(settings, steps=steps)
     app = worker.app
     web = f" · health http://127.0.0.1:{settings.web_port}/health" if settings.web_port else ""
 
@@ -145,7 +225,7 @@ def run_worker(settings: Settings, started: float, describe: str) -> int:
     return 0
 
 
-def up(settings: Settings) -> int:
+def up(settings: Settings, drain_timeout: float = DRAIN_TIMEOUT) -> int:
     started = time.monotonic()
     previous = {s: signal.signal(s, _raise_interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
     stack = EmbeddedStack(settings)
@@ -163,7 +243,8 @@ def up(settings: Settings) -> int:
         describe = stack.endpoints.describe() + start_gateway(stack, settings.gateway_port)
         for sig, handler in previous.items():
             signal.signal(sig, handler)  # the Faust worker installs its own
-        return run_worker(resolved, started, describe)
+        steps = StopInOrder(stack, resolved, drain_timeout)
+        return run_worker(resolved, started, describe, steps)
     except Interrupted:
         return 0
     finally:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from memstream.services.kafka_security import KafkaSecurity, KafkaSecurityError
 
 # The embedding encoders (services/adapters/embedding.py): onnx and torch give the same vectors.
 ENCODERS = ("onnx", "onnx-int8", "torch")
@@ -185,6 +187,7 @@ class Settings:
     key: str | None = None
     auth: str = "required"
     service_key_file: Path | None = None
+    kafka: KafkaSecurity = field(default_factory=KafkaSecurity)  # MEMSTREAM_KAFKA_*
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -221,9 +224,19 @@ class Settings:
         encoder = (get("MEMSTREAM_ENCODER") or "onnx").lower()
         if encoder not in ENCODERS:
             raise SettingsError(f"MEMSTREAM_ENCODER={encoder!r}: use {', '.join(ENCODERS)}")
+        try:
+            kafka = KafkaSecurity.from_env(env)
+        except KafkaSecurityError as exc:
+            raise SettingsError(str(exc)) from None
+        broker = get("MEMSTREAM_BROKER")
+        if broker is None and kafka.protocol != "PLAINTEXT":
+            raise SettingsError(
+                f"MEMSTREAM_KAFKA_SECURITY_PROTOCOL={kafka.protocol} needs MEMSTREAM_BROKER: the "
+                "embedded Tansu listens in plaintext on 127.0.0.1 only"
+            )
         return cls(
             data_dir=Path(get("MEMSTREAM_DATA_DIR") or ".memstream").expanduser(),
-            broker=get("MEMSTREAM_BROKER"),
+            broker=broker,
             postgres_dsn=get("MEMSTREAM_POSTGRES_DSN"),
             redis_url=get("MEMSTREAM_REDIS_URL"),
             qdrant_url=get("MEMSTREAM_QDRANT_URL"),
@@ -247,6 +260,7 @@ class Settings:
             key=get("MEMSTREAM_KEY"),
             auth=auth,
             service_key_file=Path(service_key_file).expanduser() if service_key_file else None,
+            kafka=kafka,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -281,6 +295,7 @@ class Settings:
             ),
         }
         values.update({k: v for k, v in optional.items() if v is not None})
+        values.update(self.kafka.to_env())
         return values
 
     @property

@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import signal
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import faust
 from mode import Service
 
 from memstream.services import bootstrap
+from memstream.services.kafka_security import KafkaSecurity
 from memstream.services.settings import Settings
 from memstream.streams import transport
 from memstream.streams.sinks import FaustChangeSink, FaustReplySink
@@ -56,6 +58,23 @@ def stream_buffer_size(partitions: int) -> int:
     return max(4096, math.ceil(partitions * MAX_POLL_RECORDS / spare) + MAX_POLL_RECORDS)
 
 
+def broker_credentials(security: KafkaSecurity) -> Any:
+    """Faust's ``broker_credentials`` for ``security`` (None: plaintext). Faust hands them to
+    every aiokafka client it builds (consumer, producer, admin) through
+    ``credentials_to_aiokafka_auth``, which yields ``security.aiokafka_options()``."""
+    if not security.tls and not security.sasl:
+        return None
+    context = security.ssl_context() if security.tls else None
+    if not security.sasl:
+        return faust.SSLCredentials(context)
+    return faust.SASLCredentials(
+        username=security.username,
+        password=security.password,
+        ssl_context=context,  # faust: a context makes the protocol SASL_SSL
+        mechanism=security.sasl_mechanism,
+    )
+
+
 def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
@@ -64,6 +83,7 @@ def create_app(settings: Settings) -> faust.App:
     return faust.App(
         settings.app_id,
         broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],
+        broker_credentials=broker_credentials(settings.kafka),
         # Tansu holds a group join for half the session timeout: keep it short.
         broker_session_timeout=10.0,
         broker_heartbeat_interval=2.0,
@@ -148,10 +168,40 @@ class Runtime(Service):
 GIL_SWITCH_INTERVAL_S = 0.0005
 
 
+class StopSteps(Protocol):
+    """What a worker does on SIGTERM / SIGINT before it stops consuming (``memstream up``:
+    close the doors, drain the events topic). A second signal calls ``hurry``."""
+
+    async def before_stop(self) -> None: ...
+
+    def hurry(self) -> None: ...
+
+
+class Worker(faust.Worker):
+    """faust.Worker that runs ``steps.before_stop`` between the signal and the stop, while
+    every agent still consumes."""
+
+    steps: StopSteps | None = None
+
+    def _schedule_shutdown(self, sig: signal.Signals) -> None:
+        if self._signal_stop_time and self.steps is not None:
+            self.steps.hurry()  # a second Ctrl-C: cut the steps short
+        super()._schedule_shutdown(sig)
+
+    async def _stop_on_signal(self, sig: signal.Signals) -> None:
+        if self.steps is not None:
+            try:
+                await self.steps.before_stop()
+            except Exception:  # stopping goes on; what was left is in the log
+                log.exception("the steps before stopping failed")
+        await super()._stop_on_signal(sig)
+
+
 def create_worker(
-    settings: Settings, *, loglevel: str | None = None
+    settings: Settings, *, loglevel: str | None = None, steps: StopSteps | None = None
 ) -> tuple[faust.Worker, Runtime]:
-    """The Faust worker with every agent registered; ``execute_from_commandline`` runs it."""
+    """The Faust worker with every agent registered; ``execute_from_commandline`` runs it.
+    ``steps``: run on SIGTERM / SIGINT before the worker stops (``StopSteps``)."""
     from memstream.streams import agents
 
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # process-wide: this process is the worker
@@ -160,13 +210,14 @@ def create_worker(
     topics = declare_topics(app, settings)
     runtime = Runtime(app, settings, topics)
     agents.register(app, topics, runtime)
-    worker = faust.Worker(
+    worker = Worker(
         app,
         runtime,
         loglevel=loglevel or settings.log_level,
         quiet=True,
         redirect_stdouts=False,
     )
+    worker.steps = steps
     if not worker.stdout.isatty():  # the startup spinner writes cursor escapes into logs
         worker.spinner = None
     return worker, runtime

@@ -34,6 +34,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec, envelope
+from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
 from memstream.streams.stalls import StallWatch, lagging, raised
 
@@ -93,7 +94,10 @@ class MemoryClient:
         reply_partition: int | None = None,
         timeout: float = 10.0,
         credential: str | None = None,
+        security: KafkaSecurity | None = None,
     ) -> None:
+        """``security`` None: ``MEMSTREAM_KAFKA_*`` (``memstream.services.kafka_security``)."""
+        self._security = resolve(security)
         self._credential_text = credential
         self._credential: envelope.Credential | None = None
         self._signer: Any = None
@@ -144,6 +148,7 @@ class MemoryClient:
             linger_ms=0,
             acks=1,
             request_timeout_ms=int(max(self._timeout, 1.0) * 1000),
+            **self._security.aiokafka_options(),
         )
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=self._bootstrap,
@@ -151,6 +156,7 @@ class MemoryClient:
             enable_auto_commit=False,
             fetch_max_wait_ms=IDLE_FETCH_WAIT_MS,
             auto_offset_reset="latest",
+            **self._security.aiokafka_options(),
         )
         await self._producer.start()
         await self._consumer.start()

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException, Producer
 
 from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryEvent
+from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.streams.records import event_key, event_record
 
 # (tenant_id, encoded value, event_id) → the record's headers (the producer's signed token).
@@ -25,7 +26,14 @@ kafka_log = logging.getLogger("memstream.kafka")
 
 
 class EventProducer:
-    def __init__(self, broker: str, headers: Headers | None = None) -> None:
+    def __init__(
+        self,
+        broker: str,
+        headers: Headers | None = None,
+        *,
+        security: KafkaSecurity | None = None,
+    ) -> None:
+        """``security`` None: ``MEMSTREAM_KAFKA_*`` (``memstream.services.kafka_security``)."""
         self._headers = headers
         if kafka_log.level == logging.NOTSET:  # silent unless a caller set a level
             kafka_log.setLevel(logging.CRITICAL)
@@ -39,6 +47,7 @@ class EventProducer:
                 # logger, which shows warnings only: the user gets one line from the caller.
                 "logger": kafka_log,
                 "log_level": 3,
+                **resolve(security).librdkafka_config(),
             }
         )
         self.failures: list[str] = []

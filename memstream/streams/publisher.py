@@ -22,6 +22,7 @@ from aiokafka import AIOKafkaProducer
 from memstream.schemas import codec, envelope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.validation import validate_event
+from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
 from memstream.streams.records import event_key, event_record
 
@@ -48,8 +49,15 @@ class Published:
 
 class EventPublisher:
     def __init__(
-        self, bootstrap: str, topics: Topics | None = None, *, credential: str | None = None
+        self,
+        bootstrap: str,
+        topics: Topics | None = None,
+        *,
+        credential: str | None = None,
+        security: KafkaSecurity | None = None,
     ) -> None:
+        """``security`` None: ``MEMSTREAM_KAFKA_*`` (``memstream.services.kafka_security``)."""
+        self._security = resolve(security)
         self._bootstrap = bootstrap
         self._topics = topics or Topics()
         self._credential = credential
@@ -66,7 +74,12 @@ class EventPublisher:
             raise PublishError(f"the credential is unusable: {exc}") from None
         # acks=all, not aiokafka's idempotence: Tansu answers its InitProducerId with an error.
         # A resent event is still recorded once: the ledger is idempotent on tenant + event_id.
-        producer = AIOKafkaProducer(bootstrap_servers=self._bootstrap, acks="all", linger_ms=2)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self._bootstrap,
+            acks="all",
+            linger_ms=2,
+            **self._security.aiokafka_options(),
+        )
         try:
             await producer.start()
         except Exception as exc:  # the driver's errors: one message naming the broker

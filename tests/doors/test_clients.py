@@ -16,11 +16,14 @@ from memstream.client import AsyncMemory, Memory, RetrievalReply
 from memstream.integrations.langchain import MemstreamRetriever
 from memstream.integrations.llamaindex import MemstreamLlamaRetriever
 from tests.doors.conftest import Doors, memory_event
+from tests.e2e.processes import guard
 
 
 def test_the_sync_client_retrieves_typed_replies_and_remembers(doors: Doors) -> None:
     setup = doors.setup
-    with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
+    with Memory(
+        setup.broker, setup.topics, credential=doors.keys["agent"], timeout=guard(30)
+    ) as memory:
         reply = memory.retrieve("what did I return?", doors.tenant, user="C-17", force=True)
         assert isinstance(reply, RetrievalReply) and reply.ok
         top = reply.results[0]
@@ -45,7 +48,9 @@ def test_the_async_client_and_a_bad_request(doors: Doors) -> None:
     async def go() -> tuple[RetrievalReply, RetrievalReply]:
         setup = doors.setup
         key = doors.keys["agent"]
-        async with AsyncMemory(setup.broker, setup.topics, credential=key, timeout=30) as memory:
+        async with AsyncMemory(
+            setup.broker, setup.topics, credential=key, timeout=guard(30)
+        ) as memory:
             good = await memory.retrieve(
                 "what does X1 charge over?", doors.tenant, anchors=[("product", "X1")], force=True
             )
@@ -60,8 +65,13 @@ def test_the_async_client_and_a_bad_request(doors: Doors) -> None:
 
 def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
-    with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
-        retriever = MemstreamRetriever(memory=memory, tenant=doors.tenant, user="C-17", limit=3)
+    with Memory(
+        setup.broker, setup.topics, credential=doors.keys["agent"], timeout=guard(30)
+    ) as memory:
+        # No tenant: the credential fixes it (tenant= is still accepted, and checked).
+        retriever = MemstreamRetriever(memory=memory, user="C-17", limit=3)
+        named = MemstreamRetriever(memory=memory, tenant=doors.tenant, user="C-17", limit=3)
+        assert named.invoke("what did I return last month?")[0].metadata["version"] == 1
 
         def cite(documents: list[Document]) -> str:
             return "\n".join(
@@ -83,8 +93,12 @@ def test_a_langchain_chain_over_the_retriever(doors: Doors) -> None:
 
 def test_a_llamaindex_query_over_the_retriever(doors: Doors) -> None:
     setup = doors.setup
-    with Memory(setup.broker, setup.topics, credential=doors.keys["agent"], timeout=30) as memory:
-        retriever = MemstreamLlamaRetriever(memory, doors.tenant, anchors=[("product", "X1")])
+    with Memory(
+        setup.broker, setup.topics, credential=doors.keys["agent"], timeout=guard(30)
+    ) as memory:
+        retriever = MemstreamLlamaRetriever(memory, anchors=[("product", "X1")])  # no tenant
+        named = MemstreamLlamaRetriever(memory, doors.tenant, anchors=[("product", "X1")])
+        assert named.retrieve("what does the X1 charge over?")[0].node.metadata["version"] == 2
         # No LLM: the no-text synthesizer returns the retrieved nodes as the sources.
         engine = RetrieverQueryEngine(
             retriever=retriever, response_synthesizer=NoText(llm=MockLLM())

@@ -16,12 +16,13 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.doors.conftest import Doors, memory_event
+from tests.e2e.processes import guard
 
 
 def forget(doors: Doors, body: dict[str, Any], who: str = "admin", **params: Any) -> httpx.Response:
     headers = doors.headers(who) if who else {}
     return httpx.post(
-        f"{doors.url}/v1/forget", json=body, params=params, headers=headers, timeout=90
+        f"{doors.url}/v1/forget", json=body, params=params, headers=headers, timeout=guard(120)
     )
 
 
@@ -41,7 +42,7 @@ def retrieve(doors: Doors, customer: str) -> httpx.Response:
             "force": True,
         },
         headers=doors.headers(),
-        timeout=30,
+        timeout=guard(30),
     )
     assert got.status_code == 200, got.text
     return got
@@ -102,7 +103,7 @@ def test_an_admin_forgets_a_customer_over_http(doors: Doors) -> None:
     assert canary in retrieve(doors, subject).text
 
     # The erasure, waiting until the worker (which holds the vector shard) has completed it.
-    done = forget(doors, scope, wait="true", timeout=90)
+    done = forget(doors, scope, wait="true", timeout=min(guard(90), 600))  # the gateway's cap
     assert done.status_code == 200, done.text
     result = done.json()
     assert done.headers["X-Request-Id"] == result["request_id"]
@@ -150,7 +151,7 @@ def test_mcp_offers_no_erasure_and_its_history_shows_the_tombstone(doors: Doors)
     assert done.status_code == 200 and done.json()["status"] == "completed", done.text
 
     async def go() -> dict[str, Any]:
-        admin = httpx2.AsyncClient(headers=doors.headers("admin"), timeout=60)
+        admin = httpx2.AsyncClient(headers=doors.headers("admin"), timeout=guard(60))
         async with (
             admin,
             streamable_http_client(f"{doors.url}/mcp", http_client=admin) as streams,

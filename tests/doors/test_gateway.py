@@ -9,6 +9,7 @@ from datetime import timedelta
 import httpx
 
 from tests.doors.conftest import NOW, Doors, memory_event
+from tests.e2e.processes import guard
 
 
 def test_retrieve_answers_with_the_typed_reply_and_the_request_id(doors: Doors) -> None:
@@ -21,7 +22,7 @@ def test_retrieve_answers_with_the_typed_reply_and_the_request_id(doors: Doors) 
             "limit": 3,
         },
         headers={**doors.headers(), "X-Request-Id": "req-x1-charge"},
-        timeout=30,
+        timeout=guard(30),
     )
     assert response.status_code == 200, response.text
     body = response.json()
@@ -66,10 +67,11 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
         entity="customer:C-99",
     )
     sent = httpx.post(
-        f"{doors.url}/v1/events", json=one, headers=doors.headers("producer"), timeout=30
+        f"{doors.url}/v1/events", json=one, headers=doors.headers("producer"), timeout=guard(30)
     )
     assert sent.status_code == 202, sent.text
     assert sent.json()["event_ids"] == [one["event_id"]] and sent.json()["request_id"]
+    assert sent.json()["acknowledged"] == "broker"  # published, not yet recorded
 
     many = [
         memory_event(
@@ -89,24 +91,77 @@ def test_events_one_or_many_and_wait(doors: Doors) -> None:
         params={"wait": "true", "timeout": 90},
         json=[*many, retract_unknown],
         headers=doors.headers("producer"),
-        timeout=120,
+        timeout=guard(120),
     )
     assert waited.status_code == 200, waited.text
     body = waited.json()
     assert sorted(body["ingested"]) == sorted(e["event_id"] for e in many)
     assert body["dead_lettered"] == {retract_unknown["event_id"]: "retract_unknown_memory"}
-    assert body["pending"] == []
+    assert body["pending"] == [] and body["acknowledged"] == "ledger"
     history = httpx.get(
         f"{doors.url}/v1/memories/note:C-99:gw2/history", headers=doors.headers(), timeout=10
     )
     assert history.json()["versions"][0]["content"].startswith("Customer C-99 note 2")
 
 
+def test_an_event_needs_no_tenant_and_no_event_id(doors: Doors) -> None:
+    """The credential says the tenant; an absent event id is made, returned, and recorded."""
+    bare = memory_event(
+        doors.tenant,
+        f"note:C-98:{uuid.uuid4().hex[:6]}",
+        "Customer C-98 asked for paper invoices.",
+        ago=timedelta(hours=1),
+        entity="customer:C-98",
+    )
+    del bare["tenant_id"], bare["event_id"]
+    waited = httpx.post(
+        f"{doors.url}/v1/events",
+        params={"wait": "true", "timeout": 90},
+        json=[bare, {**bare, "tenant_id": doors.tenant, "memory_key": bare["memory_key"] + "b"}],
+        headers=doors.headers("producer"),
+        timeout=guard(120),
+    )
+    assert waited.status_code == 200, waited.text
+    body = waited.json()
+    made = body["event_ids"]
+    assert len(made) == 2 and len(set(made)) == 2 and all(made)
+    assert sorted(body["ingested"]) == sorted(made) and body["acknowledged"] == "ledger"
+    recorded = doors.setup.sql(
+        "SELECT event_id FROM event_ledger WHERE tenant_id = %s AND event_id = ANY(%s)",
+        doors.tenant,
+        made,
+    )
+    assert sorted(r[0] for r in recorded) == sorted(made)
+
+    foreign = httpx.post(
+        f"{doors.url}/v1/events",
+        json={**bare, "tenant_id": doors.other_tenant},
+        headers=doors.headers("producer"),
+        timeout=guard(30),
+    )
+    assert foreign.status_code == 403, foreign.text
+    message = foreign.json()["error"]["message"]
+    assert doors.other_tenant in message and f"tenant {doors.tenant!r}" in message
+    unbound = httpx.post(
+        f"{doors.url}/v1/events",
+        json={**bare, "source_system": "catalogue"},
+        headers=doors.headers("producer"),
+        timeout=guard(30),
+    )
+    assert unbound.status_code == 403, unbound.text
+    message = unbound.json()["error"]["message"]
+    assert "'catalogue'" in message and "speaks for: catalog, crm" in message
+    assert f"memstream keys create --tenant {doors.tenant} --role producer" in message
+
+
 def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
     good = memory_event(doors.tenant, "note:C-17:never", "never sent", ago=timedelta(hours=1))
     bad = {**good, "event_id": "bad-1", "occurred_at": "yesterday"}
     response = httpx.post(
-        f"{doors.url}/v1/events", json=[good, bad], headers=doors.headers("producer"), timeout=30
+        f"{doors.url}/v1/events",
+        json=[good, bad],
+        headers=doors.headers("producer"),
+        timeout=guard(30),
     )
     assert response.status_code == 422
     error = response.json()["error"]
@@ -125,7 +180,7 @@ def test_an_invalid_event_is_refused_and_nothing_is_sent(doors: Doors) -> None:
     for event in (foreign, unbound):  # another tenant, a source the producer does not speak for
         refused = httpx.post(
             f"{doors.url}/v1/events", json=[good, event], headers=doors.headers("producer"),
-            timeout=30,
+            timeout=guard(30),
         )  # fmt: skip
         assert refused.status_code == 403, refused.text
         assert refused.json()["error"]["code"] == "forbidden"
@@ -206,7 +261,7 @@ def test_a_bad_body_is_a_422_naming_the_field(doors: Doors) -> None:
         f"{doors.url}/v1/retrieve",
         json={"query": "x", "limit": 99},
         headers=doors.headers(),
-        timeout=30,
+        timeout=guard(30),
     )
     assert out_of_range.status_code == 422
     assert out_of_range.json()["error"]["code"] == "limit_out_of_range"
@@ -234,7 +289,9 @@ def test_health_openapi_and_docs_without_a_cdn(doors: Doors) -> None:
 def test_a_hundred_concurrent_requests_each_get_their_own_reply(doors: Doors) -> None:
     async def run() -> list[httpx.Response]:
         limits = httpx.Limits(max_connections=100)
-        async with httpx.AsyncClient(base_url=doors.url, timeout=60, limits=limits) as client:
+        async with httpx.AsyncClient(
+            base_url=doors.url, timeout=guard(60), limits=limits
+        ) as client:
             return await asyncio.gather(
                 *(
                     client.post(

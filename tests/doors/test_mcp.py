@@ -14,7 +14,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.doors.conftest import Doors, memory_event
-from tests.e2e.processes import ROOT, memstream_env
+from tests.e2e.processes import ROOT, guard, memstream_env
 
 TOOLS = {"search_memory", "memory_history", "remember", "audit_request"}
 
@@ -73,14 +73,14 @@ def test_mcp_over_stdio(doors: Doors) -> None:
 
 def test_mcp_over_http_on_the_gateway(doors: Doors) -> None:
     async def go() -> None:
-        admin = httpx2.AsyncClient(headers=doors.headers("admin"), timeout=60)
+        admin = httpx2.AsyncClient(headers=doors.headers("admin"), timeout=guard(60))
         async with (
             admin,
             streamable_http_client(f"{doors.url}/mcp", http_client=admin) as streams,
             ClientSession(streams[0], streams[1]) as session,
         ):
             await exercise(session, doors, "http")
-        stranger = httpx2.AsyncClient(headers={"Authorization": "Bearer nope"}, timeout=60)
+        stranger = httpx2.AsyncClient(headers={"Authorization": "Bearer nope"}, timeout=guard(60))
         async with (
             stranger,
             streamable_http_client(f"{doors.url}/mcp", http_client=stranger) as streams,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from urllib.parse import quote
 import httpx
 
 from tests.doors.conftest import Doors, memory_event
-from tests.e2e.processes import ROOT
+from tests.e2e.processes import ROOT, guard
 
 SHOTS = ROOT / "results" / "ui"
 
@@ -36,7 +37,7 @@ def chromium(*args: str) -> str:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=guard(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -44,8 +45,14 @@ def chromium(*args: str) -> str:
 
 
 def login_url(doors: Doors, page: str) -> str:
-    key = quote(doors.keys["agent"], safe="")
-    return f"{doors.url}/ui/login?credential={key}&next={quote(page, safe='')}"
+    """A one-page link minted by the gateway: the credential goes in a header, never in a URL."""
+    minted = httpx.post(
+        f"{doors.url}/ui/links", json={"page": page}, headers=doors.headers(), timeout=guard(30)
+    )
+    assert minted.status_code == 200, minted.text
+    link = minted.json()["url"]
+    assert doors.keys["agent"] not in link and quote(doors.keys["agent"], safe="") not in link
+    return f"{doors.url}{link}"
 
 
 def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: Doors) -> None:
@@ -76,7 +83,7 @@ def test_the_timeline_of_a_queried_superseded_late_and_retracted_memory(doors: D
             "request_id": request_id,
         },
         headers=doors.headers(),
-        timeout=30,
+        timeout=guard(30),
     )
     assert asked.status_code == 200 and asked.json()["results"][0]["version"] == 2, asked.text
     doors.ingest([spec(f"The {product} speaker has a 12 hour battery.", 25)])  # late
@@ -123,7 +130,7 @@ def test_an_erased_memory_shows_tombstones_and_no_content(doors: Doors) -> None:
         params={"wait": "true"},
         json={"scope": {"memory_key": key}, "reason": "subject request 77"},
         headers=doors.headers("admin"),
-        timeout=90,
+        timeout=guard(90),
     )
     assert erased.status_code == 200 and erased.json()["status"] == "completed", erased.text
     erasure_id = erased.json()["erasure_id"]
@@ -150,6 +157,49 @@ def test_an_erased_memory_shows_tombstones_and_no_content(doors: Doors) -> None:
 def test_the_pages_refuse_without_a_credential(doors: Doors) -> None:
     page = httpx.get(f"{doors.url}/ui/memories/spec:X1", timeout=10)
     assert page.status_code == 401
-    wrong = httpx.get(f"{doors.url}/ui/login", params={"credential": "nope"}, timeout=10)
-    assert wrong.status_code == 401
+    wrong = httpx.post(f"{doors.url}/ui/login", data={"credential": "nope"}, timeout=10)
+    assert wrong.status_code == 401 and "no valid credential" in wrong.text
     assert Path(SHOTS).parent.name == "results"
+
+
+def test_sign_in_keeps_the_credential_out_of_every_url_and_the_access_log(doors: Doors) -> None:
+    key = doors.keys["agent"]
+    page = "/ui/memories/spec:X1"
+    # The old way is refused without being read (it is already in some log).
+    in_url = httpx.get(f"{doors.url}/ui/login", params={"credential": key}, timeout=10)
+    assert in_url.status_code == 400 and "never goes in a URL" in in_url.text
+    assert "set-cookie" not in in_url.headers
+
+    # The form: POST, then every page of the session without the credential.
+    with httpx.Client(base_url=doors.url, timeout=guard(30), follow_redirects=True) as browser:
+        form = browser.get("/ui/login", params={"next": page})
+        assert form.status_code == 200 and "method='post'" in form.text
+        signed = browser.post("/ui/login", data={"credential": key, "next": page})
+        assert signed.status_code == 200 and "Timeline of" in signed.text, signed.text[:500]
+        assert all(key not in str(r.url) for r in (*signed.history, signed))
+        cookie = signed.history[0].headers["set-cookie"]
+        assert key not in cookie and "httponly; " in cookie.lower() and "path=/ui" in cookie.lower()
+        assert browser.get("/ui").status_code == 200
+        browser.post("/ui/logout")
+        assert browser.get("/ui").status_code == 401
+        # off-site next: no open redirect
+        elsewhere = browser.post("/ui/login", data={"credential": key, "next": "//evil.example/"})
+        assert elsewhere.history[0].headers["location"] == "/ui"
+
+    # A one-page link opens its page once.
+    link = login_url(doors, page)
+    with httpx.Client(timeout=guard(30), follow_redirects=True) as browser:
+        opened = browser.get(link)
+        assert opened.status_code == 200 and "Timeline of" in opened.text
+    again = httpx.get(link, timeout=10)
+    assert again.status_code == 401 and "used already or has expired" in again.text
+
+    # The access log is on, and holds neither the credential nor a link's code.
+    code = link.rsplit("/", 1)[1]
+    deadline = time.monotonic() + 10
+    while "/ui/open/" not in doors.gateway.output and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = doors.gateway.output
+    assert '"GET /ui/open/… HTTP/1.1" 303' in log, log[-2000:]
+    assert '"POST /ui/login HTTP/1.1" 303' in log and "/ui/login?credential=…" in log
+    assert key not in log and quote(key, safe="") not in log and code not in log

@@ -26,7 +26,7 @@ from memstream.services.settings import Settings, Topics
 from memstream.streams.records import event_key as message_key
 from memstream.streams.records import event_record as to_record
 from tests.conftest import unique, with_schema
-from tests.e2e.processes import Process
+from tests.e2e.processes import Process, guard
 from tests.identity_kit import Keyring
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -119,7 +119,8 @@ class IngestSetup:
         return process
 
     def wait(self, idents: list[tuple[str, str]], timeout: float = 240) -> Status:
-        return wait_for(self.settings, idents, timeout=timeout)
+        """Until each event is recorded; ``timeout`` is a hang guard in reference seconds."""
+        return wait_for(self.settings, idents, timeout=guard(timeout))
 
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.dsn) as conn:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup
-from tests.e2e.processes import ROOT, Process, memstream_env, run_cli
+from tests.e2e.processes import ROOT, Process, guard, memstream_env, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_a_closed_pipe_ends_quietly(stack: Any) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=guard(120),
         check=False,
     )
     assert pipeline.stdout == "{"

@@ -1,7 +1,10 @@
 """``memstream bench quality`` end to end, small: the real CLI, the real stack and model.
 
-A few traps per family, 30 LoCoMo questions from one conversation and 20 SGD slot chains; the
-report and the chart must be written and every headline figure must lie in [0, 1].
+A few traps per family, the held-out tenants, 30 LoCoMo questions from one conversation and 20
+SGD slot chains; the report and the chart must be written and every headline figure must lie in
+[0, 1]. TimeQA is left out: it has no subsample option and would double the model's work (459
+events and 459 questions a system); its sets are checked in tests/unit/test_quality_sets.py.
+The timeout is a hang guard (scaled per host, see tests/e2e/processes.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from tests.e2e.processes import run_cli
 
 def test_a_small_quality_run_writes_the_report_and_the_chart(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k == "MEMSTREAM_DATASETS"}
-    args = ["bench", "quality", "--traps-per-family", "2", "--locomo-conversations", "1"]
+    args = ["bench", "quality", "--suites", "traps,heldout,locomo,sgd"]
+    args += ["--traps-per-family", "2", "--locomo-conversations", "1"]
     args += ["--locomo-questions", "30", "--sgd-cases", "20", "--out", str(tmp_path)]
     result = run_cli(args, env, timeout=180)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -34,10 +38,14 @@ def test_a_small_quality_run_writes_the_report_and_the_chart(tmp_path: Path) -> 
         "bm25",
         "vector+bm25 RRF",
     ]
+    columns = [c.strip() for c in headline.splitlines()[0].strip("|").split("|")[1:]]
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")[1:]]
-        assert len(cells) == len(headline.splitlines()[0].strip("|").split("|")) - 1, row
-        for cell in cells:
+        assert len(cells) == len(columns), row
+        for column, cell in zip(columns, cells, strict=True):
+            if column.startswith("TimeQA"):
+                assert cell == "–", row  # not run here
+                continue
             value = float(cell.rstrip("%")) / (100 if cell.endswith("%") else 1)
             assert 0.0 <= value <= 1.0, row
     for section in ("wrong-memory rate per family", "per question category", "SGD slot updates"):

@@ -18,6 +18,7 @@ from tests.e2e.processes import run_cli
 
 SERVED = "memstream, served (Kafka)"
 BARE = "memstream, served (Kafka), no anchors"
+GATED = "memstream, served (Kafka), gate on"  # as an agent asks: no force
 
 
 def _locomo_rows(report: str) -> dict[tuple[str, str], list[float]]:
@@ -43,7 +44,7 @@ def test_locomo_served_through_kafka_matches_in_process(tmp_path: Path) -> None:
     categories = {category for category, system in rows if system == "memstream"}
     assert "1-4 (answerable)" in categories
     for category in categories:  # the same shape: every category, both served variants
-        for system in (SERVED, BARE):
+        for system in (SERVED, BARE, GATED, "memstream, gate on"):
             figures = rows[(category, system)]
             assert len(figures) == 4 and all(0.0 <= v <= 1.0 for v in figures), (category, system)
 
@@ -52,5 +53,8 @@ def test_locomo_served_through_kafka_matches_in_process(tmp_path: Path) -> None:
     bare_in_process, bare = rows[(answerable, "memstream, query only")], rows[(answerable, BARE)]
     assert abs(served[1] - in_process[1]) <= 2 / 19 + 1e-9, (served, in_process)
     assert abs(bare[1] - bare_in_process[1]) <= 2 / 19 + 1e-9, (bare, bare_in_process)
+    gated, gated_in_process = rows[(answerable, GATED)], rows[(answerable, "memstream, gate on")]
+    assert abs(gated[1] - gated_in_process[1]) <= 2 / 19 + 1e-9, (gated, gated_in_process)
+    assert "## LoCoMo with the gate on (no force)" in report
     assert re.search(r"served through Kafka; top-5 identical to in-process on [\d.]+%", report)
     assert "memstream error replies 0" in report and "dead letters 0" in report

@@ -28,7 +28,7 @@ from memstream.services.adapters.qdrant_edge import shard_dir_name
 from memstream.streams.client import MemoryClient
 from tests.conftest import drop_schema, unique
 from tests.e2e.ingest_kit import IngestSetup, make_setup
-from tests.e2e.processes import ROOT, memstream_env, run_cli
+from tests.e2e.processes import ROOT, guard, memstream_env, run_cli
 from tests.integration.erasure_kit import Subject, avro, event, needles, pg_dump, raw_count
 
 TIMEOUT = 240
@@ -67,7 +67,9 @@ def ask(setup: IngestSetup, query: str, tenant: str) -> dict[str, Any]:
     key = setup.keyring.key(tenant)
 
     async def go() -> dict[str, Any]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
+        async with MemoryClient(
+            setup.broker, setup.topics, timeout=guard(30), credential=key
+        ) as client:
             return await client.retrieve(query, tenant, force=True, limit=10)
 
     return asyncio.run(go())

@@ -24,7 +24,7 @@ from memstream.schemas import codec, envelope
 from memstream.streams.client import MemoryClient, RetrievalTimeout
 from tests.conftest import unique
 from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
-from tests.e2e.processes import Process
+from tests.e2e.processes import Process, guard
 from tests.identity_kit import signed_request
 
 PROBES = 300
@@ -228,7 +228,7 @@ async def _attack(
     await asyncio.sleep(0.5)
     clients = {
         t: await MemoryClient(
-            setup.broker, topics, timeout=30, credential=k, reply_partition=i
+            setup.broker, topics, timeout=guard(30), credential=k, reply_partition=i
         ).start()
         for i, (t, k) in enumerate(agents.items())
     }

@@ -76,3 +76,36 @@ def test_tenants_and_keys_lifecycle(env: dict[str, str]) -> None:
     shown = run_cli(["tenants", "show", "acme"], env)
     assert "revoked" in shown.stdout and "active" in shown.stdout
     assert "acme\t1 active of 2 keys" in run_cli(["tenants", "list"], env).stdout
+
+
+def test_publish_for_a_tenant_without_a_credential_says_which_and_how(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The papercut as a new user meets it: credentials.json holds the development tenant, the
+    file names `acme`. The message names acme and the two commands; after them, publish finds
+    acme's credential (and goes on to the broker, which this test does not run)."""
+    for tenant in ("dev", "acme"):
+        assert run_cli(["tenants", "create", tenant], env).returncode == 0
+    dev = run_cli(["keys", "create", "--tenant", "dev", "--role", "producer", "--source", "crm",
+                   "--save"], env)  # fmt: skip
+    assert dev.returncode == 0 and "msk1." not in dev.stdout, dev  # saved, not shown
+    events = tmp_path / "acme.jsonl"
+    events.write_text(
+        '{"event_id": "e1", "tenant_id": "acme", "entity_type": "customer", "entity_id": "C-1",'
+        ' "fact_type": "note", "content": "C-1 prefers email.", "source_system": "crm",'
+        ' "occurred_at": "2026-06-01T00:00:00+00:00"}\n',
+        encoding="utf-8",
+    )
+    missing = run_cli(["publish", str(events)], env)
+    assert missing.returncode == 2, missing
+    assert "no producer credential for tenant 'acme'" in missing.stderr, missing.stderr
+    assert "`memstream tenants create acme`" in missing.stderr
+    command = "memstream keys create --tenant acme --role producer --source"
+    assert command in missing.stderr and "start `memstream up`" not in missing.stderr
+
+    made = run_cli(["keys", "create", "--tenant", "acme", "--role", "producer", "--source",
+                    "crm", "--save"], env)  # fmt: skip
+    assert made.returncode == 0 and "saved in" in made.stdout, made
+    found = run_cli(["publish", str(events)], env)
+    assert "no producer credential" not in found.stderr
+    assert "cannot reach 127.0.0.1:1" in found.stderr + found.stdout, found

@@ -20,7 +20,7 @@ import pytest
 
 from memstream.streams.client import MemoryClient
 from tests.e2e.ingest_kit import IngestSetup, encoded, event, make_setup
-from tests.e2e.processes import Process
+from tests.e2e.processes import Process, guard
 
 REQUESTS = 2_000
 CONCURRENCY = 48
@@ -72,7 +72,9 @@ async def _send_all(
     setup: IngestSetup, records: list[dict[str, Any]], key: str
 ) -> tuple[list[dict[str, Any]], int]:
     gate = asyncio.Semaphore(CONCURRENCY)
-    async with MemoryClient(setup.broker, setup.topics, timeout=60, credential=key) as client:
+    async with MemoryClient(
+        setup.broker, setup.topics, timeout=guard(60), credential=key
+    ) as client:
 
         async def one(r: dict[str, Any]) -> dict[str, Any]:
             async with gate:

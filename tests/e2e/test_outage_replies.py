@@ -18,6 +18,7 @@ from memstream.services.settings import Settings, Topics
 from memstream.streams.client import MemoryClient
 from tests.conftest import MACHINE_REDIS, unique
 from tests.e2e.ingest_kit import IngestSetup, encoded, event
+from tests.e2e.processes import guard
 
 
 def _health(port: int) -> tuple[int, dict[str, Any]]:
@@ -45,7 +46,7 @@ def test_a_request_during_a_postgres_outage_gets_an_error_reply(
     key = setup.keyring.key(tenant)
 
     async def _ask(query: str) -> dict[str, Any]:
-        async with MemoryClient(broker, topics, timeout=30, credential=key) as client:
+        async with MemoryClient(broker, topics, timeout=guard(30), credential=key) as client:
             return await client.retrieve(query, tenant, force=True)
 
     def ask(query: str) -> dict[str, Any]:

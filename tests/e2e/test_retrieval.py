@@ -18,7 +18,7 @@ import pytest
 from memstream.streams.client import MemoryClient, RetrievalTimeout
 from tests.conftest import unique
 from tests.e2e.ingest_kit import IngestSetup, encoded, make_setup
-from tests.e2e.processes import Process
+from tests.e2e.processes import Process, guard
 
 NOW = datetime.now(UTC)
 
@@ -75,7 +75,9 @@ def ask(
     key = setup.keyring.key(tenant)
 
     async def go() -> dict[str, Any]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
+        async with MemoryClient(
+            setup.broker, setup.topics, timeout=guard(30), credential=key
+        ) as client:
             return await client.retrieve(query, tenant, force=kw.pop("force", True), **kw)
 
     reply = asyncio.run(go())
@@ -438,7 +440,9 @@ def test_bad_requests_get_error_replies(stack: Any, tenant: str) -> None:
     setup.keyring.key(other)  # a tenant that exists: refused exactly like one that does not
 
     async def go() -> list[dict[str, Any]]:
-        async with MemoryClient(setup.broker, setup.topics, timeout=30, credential=key) as client:
+        async with MemoryClient(
+            setup.broker, setup.topics, timeout=guard(30), credential=key
+        ) as client:
             base = {"query": "anything", "tenant_id": tenant, "limit": 5}
             return list(
                 await asyncio.gather(
@@ -483,6 +487,47 @@ def test_a_generic_question_is_gated_and_force_overrides(stack: Any, tenant: str
     assert forced["gate"]["decision"] == "forced"
 
 
+def test_a_terse_personal_question_looks_in_the_users_own_memory(stack: Any, tenant: str) -> None:
+    setup, _ = stack
+    ingest(
+        setup,
+        [
+            memory(
+                tenant,
+                "shipment:U-7",
+                "Shipment S-88 handed to the courier; drop-off expected on Thursday.",
+                ago=DAY,
+                entity="customer:U-7",
+                fact="shipment",
+            ),
+            memory(
+                tenant,
+                "exchange:U-9",
+                "Jacket swapped for a larger size after a fit complaint from the buyer.",
+                ago=DAY,
+                entity="customer:U-9",
+                fact="exchange",
+            ),
+        ],
+    )
+    # No cue word; the user's own record holds "courier": answered, and the reason says so.
+    terse = ask(setup, "courier ETA?", tenant, force=False, user="U-7")
+    assert terse["gate"]["decision"] == "retrieve"
+    assert terse["gate"]["reason"].startswith("the user's memory holds 'courier' (1 memory)")
+    assert keys(terse)[0] == "shipment:U-7"
+    # Another user's record does not make the user's question memory-dependent, and its words
+    # never appear in the reason: only the question's.
+    other = ask(setup, "fit complaint?", tenant, expect="skipped", force=False, user="U-7")
+    reason = other["gate"]["reason"]
+    assert "the user's memory: no word held" in reason
+    assert "jacket" not in reason.casefold() and "larger" not in reason.casefold()
+    # Nothing related in the user's or the tenant's memory: skipped, both looks in the reason.
+    generic = ask(
+        setup, "how many moons does Mars have?", tenant, expect="skipped", force=False, user="U-7"
+    )
+    assert "the user's memory: no word held, nearest" in generic["gate"]["reason"]
+
+
 def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
     setup, _ = stack
     rng = random.Random(11)
@@ -512,7 +557,9 @@ def test_no_request_ever_sees_another_tenants_memory(stack: Any) -> None:
 
     async def go() -> list[tuple[str, dict[str, Any]]]:
         clients = {
-            t: await MemoryClient(setup.broker, setup.topics, timeout=60, credential=k).start()
+            t: await MemoryClient(
+                setup.broker, setup.topics, timeout=guard(60), credential=k
+            ).start()
             for t, k in creds.items()
         }
         try:
@@ -544,7 +591,7 @@ def test_200_concurrent_requests_from_several_clients(stack: Any, tenant: str) -
 
     async def client_run(n: int, count: int) -> list[tuple[str, dict[str, Any]]]:
         async with MemoryClient(
-            setup.broker, setup.topics, reply_partition=n % 4, timeout=90, credential=key
+            setup.broker, setup.topics, reply_partition=n % 4, timeout=guard(90), credential=key
         ) as client:
             ids = [f"client{n}-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
             replies = await asyncio.gather(

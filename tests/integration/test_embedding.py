@@ -22,6 +22,7 @@ from memstream.services.adapters.embedding import (
 from memstream.services.adapters.onnx_encoder import cached_export
 from memstream.services.adapters.torch_encoder import EagerEncoder, TracedEncoder
 from memstream.services.settings import Settings
+from tests.e2e.processes import guard
 
 TEXTS = [
     "ok",
@@ -195,7 +196,11 @@ def test_without_onnxruntime_the_torch_encoder_answers(model_path: Path, tmp_pat
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=guard(300),
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["encoder", "torch", "384"], done.stdout

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memstream.services.adapters.postgres import PostgresMemoryRepository, search_text
-from memstream.services.adapters.postgres_queries import (
-    PostgresMemoryQueries,
+from memstream.services.adapters.postgres_keyword import (
     Term,
     build_search,
     generators,
     query_terms,
     rarity,
 )
+from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
 from memstream.services.handlers.ingest import record_event
 from memstream.services.ports import KeywordHit, Position, VectorFilter

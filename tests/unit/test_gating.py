@@ -165,7 +165,8 @@ def test_high_load_lets_only_strong_cues_pass() -> None:
     assert skipped.reason == f"high load 0.90: only weak cue anaphora 'that one'; {FORCE_HINT}"
     assert gate(strong, NOW, load=0.99) == GateDecision(True, "possessive 'my'")
     busy_context = request("warranty?", active_entities=(Anchor("product", "XR-500"),))
-    assert not gate(busy_context, NOW, load=0.95).needs_memory
+    # An agent in the middle of a task asks about it: context passes whatever the load.
+    assert gate(busy_context, NOW, load=0.95).needs_memory
 
 
 def test_find_cues_reports_every_cue_with_strength() -> None:

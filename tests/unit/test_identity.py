@@ -58,6 +58,22 @@ def test_a_producer_speaks_only_for_its_sources(source: str, sources: set[str]) 
         may_publish(p, "globex", source)
 
 
+def test_an_unbound_source_is_refused_with_the_command_that_binds_a_key_to_it() -> None:
+    """The refusal's reason is what the dead letter says: the key, what it speaks for, and
+    the command for a key that speaks for those and the new source (the development tenant's
+    producer is bound like any other; see memstream.ops.identity)."""
+    p = principal(Role.PRODUCER, frozenset({"crm", "wiki"}))
+    with pytest.raises(Forbidden) as caught:
+        may_publish(p, "acme", "catalogue")
+    reason = caught.value.reason
+    assert "'catalogue'" in reason and "k0123456789abcdef" in reason and "crm, wiki" in reason
+    assert (
+        "`memstream keys create --tenant acme --role producer --source crm --source wiki "
+        "--source catalogue --save`" in reason
+    )
+    assert caught.value.code == "forbidden"  # a client is still told only the public message
+
+
 def test_roles() -> None:
     with pytest.raises(Forbidden):
         may_ask(principal(Role.PRODUCER, frozenset({"crm"})), "acme")

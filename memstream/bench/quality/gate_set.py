@@ -4,7 +4,8 @@ Half depend on memory: questions of the suites themselves (traps, LoCoMo, SGD, w
 agent knows: user, anchors, as_of, window) and questions that name a product kind a trap tenant's
 memories hold, without any cue word ("is the coffee grinder any good?"). Half do not: small talk,
 general knowledge, arithmetic and instructions to the agent, each asked in one of the suites'
-tenants (half of them with a user_id, as an agent sends it on every turn). Every question is
+tenants (half of them by a known asker, as an agent sends it on every turn: the tenant's
+user_id, or in a conversation the speaker's ``person`` anchor). Every question is
 asked without ``force``; ``bench quality`` reports the false-skip rate (memory questions the gate
 skipped) and the invalid-query rate (the others it let through) next to "always retrieve".
 Pure: seeded, no I/O.
@@ -278,6 +279,15 @@ def _things(suite: Suite) -> dict[str, list[str]]:
     return found
 
 
+def _asker(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Who asks in a tenant, as its questions say: the user (``user_id``), else the person an
+    agent talks with (a ``person`` anchor: LoCoMo's speaker); empty when neither is known."""
+    if request.get("user_id"):
+        return {"user_id": request["user_id"]}
+    people = [a for a in request.get("anchors") or () if a.get("type") == "person"]
+    return {"anchors": people[:1]} if people else {}
+
+
 def _without_force(request: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in request.items() if k != "force"}
 
@@ -286,10 +296,14 @@ def gate_set(suites: Sequence[Suite], seed: int = 11) -> list[GateQuestion]:
     """The labelled set over the suites' tenants: ~220 memory questions, ~220 others."""
     rng = random.Random(f"gate:{seed}")  # noqa: S311 - benchmark data, not crypto
     memory: list[GateQuestion] = []
-    tenants: list[tuple[str, str, str | None]] = []  # suite, tenant, a user of it
+    tenants: list[tuple[str, str, dict[str, Any]]] = []  # suite, tenant, who asks there
     share = {"traps": 60, "locomo": 70, "sgd": 40}
     for suite in suites:
-        users = {q.tenant_id: q.request.get("user_id") for q in suite.questions}
+        users: dict[str, dict[str, Any]] = {}
+        for q in suite.questions:
+            users.setdefault(q.tenant_id, {})
+            if not users[q.tenant_id]:
+                users[q.tenant_id] = _asker(q.request)
         tenants += [(suite.name, t, u) for t, u in sorted(users.items())]
         if suite.name in share:
             group = {"traps": MEMORY_GROUPS[0], "locomo": MEMORY_GROUPS[2]}.get(
@@ -325,7 +339,7 @@ def gate_set(suites: Sequence[Suite], seed: int = 11) -> list[GateQuestion]:
     if tenants:
         for n, (group, query) in enumerate(others):
             suite_name, tenant, user = rng.choice(tenants)
-            request = {"user_id": user} if user and n % 2 == 0 else {}
+            request = dict(user) if n % 2 == 0 else {}
             unrelated.append(GateQuestion(suite_name, tenant, query, group, False, request))
     return [*memory, *unrelated]
 
@@ -336,39 +350,3 @@ class GateOutcome:
     answered: bool
     reason: str
     latency_ms: float
-
-
-def gate_rates(outcomes: Sequence[GateOutcome]) -> dict[str, dict[str, float]]:
-    """group → {n, answered}; plus "false-skip rate", "invalid-query rate" under "all".
-
-    Also per suite whose tenants were asked, "<suite> tenants, not about memory" (and "…,
-    about memory"): the share answered there. The others are spread over every tenant, and
-    most tenants are small (traps, SGD dialogues), so the overall rate says little about a
-    tenant whose memory is broad conversation (LoCoMo), where common words are held."""
-    groups: dict[str, list[GateOutcome]] = {}
-    for o in outcomes:
-        groups.setdefault(o.question.group, []).append(o)
-        about = "about memory" if o.question.needs_memory else "not about memory"
-        groups.setdefault(f"{o.question.suite} tenants, {about}", []).append(o)
-    table = {
-        g: {"n": float(len(os)), "answered": sum(o.answered for o in os) / len(os)}
-        for g, os in groups.items()
-    }
-    needed = [o for o in outcomes if o.question.needs_memory]
-    other = [o for o in outcomes if not o.question.needs_memory]
-    answered = [o for o in outcomes if o.answered]
-    table["all"] = {
-        "n": float(len(outcomes)),
-        "false-skip rate": sum(not o.answered for o in needed) / max(1, len(needed)),
-        "invalid-query rate": sum(o.answered for o in other) / max(1, len(other)),
-        "invalid share of retrievals": sum(not o.question.needs_memory for o in answered)
-        / max(1, len(answered)),
-        "always retrieve: invalid share of retrievals": len(other) / max(1, len(outcomes)),
-        "mean latency ms, skipped": _mean([o.latency_ms for o in outcomes if not o.answered]),
-        "mean latency ms, answered": _mean([o.latency_ms for o in answered]),
-    }
-    return table
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0

@@ -16,8 +16,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from memstream.bench.quality.report_gate import gate_section
 from memstream.bench.quality.runner import BASELINES, QUERY_ONLY, REPORTED, Options, SuiteRun
 from memstream.bench.quality.scoring import ANSWERABLE, Scores
+from memstream.bench.quality.seed_gate import seed_gate_markdown
 from memstream.bench.quality.served import SERVED
 
 TRAP_TARGET = 0.01
@@ -73,6 +75,12 @@ def targets(scores: Scores) -> list[str]:
         lines.append(
             f"- held-out trap wrong-memory rate ≤ {HELDOUT_TARGET:.0%}: **{verdict}** ({held:.1%})"
         )
+    seed = scores.seedtraps.get("memstream", {}).get("all")
+    if seed is not None:
+        verdict = "met" if seed <= TRAP_TARGET else "MISSED"
+        lines.append(
+            f"- seed trap wrong-memory rate ≤ {TRAP_TARGET:.0%}: **{verdict}** ({seed:.1%})"
+        )
     r5 = {s: scores.locomo.get(s, {}).get(ANSWERABLE, {}).get("recall@5") for s in REPORTED}
     mine = r5.get("memstream")
     if mine is not None:
@@ -98,65 +106,6 @@ def targets(scores: Scores) -> list[str]:
             f"- SGD current above superseded ≥ {SGD_TARGET:.0%}: **{verdict}** ({sgd:.1%})"
         )
     return lines
-
-
-GATE_FALSE_SKIP_TARGET = 0.02
-GATE_INVALID_TARGET = 0.10
-
-
-def gate_section(scores: Scores) -> list[str]:
-    """The gate on the labelled set, next to "always retrieve"."""
-    g = scores.gate["all"]
-    out = ["## The gate on the labelled set (asked without force)", ""]
-    out += _table(
-        [
-            "policy",
-            "questions",
-            "false-skip rate ↓",
-            "invalid-query rate ↓",
-            "invalid share of retrievals ↓",
-        ],
-        [
-            [
-                "memstream's gate",
-                str(int(g["n"])),
-                _pct(g["false-skip rate"]),
-                _pct(g["invalid-query rate"]),
-                _pct(g["invalid share of retrievals"]),
-            ],
-            [
-                "always retrieve",
-                str(int(g["n"])),
-                _pct(0.0),
-                _pct(1.0),
-                _pct(g["always retrieve: invalid share of retrievals"]),
-            ],
-        ],
-    )
-    out += [
-        "False skip: a question that depends on memory came back skipped. Invalid query: a "
-        "question that does not (small talk, general knowledge, arithmetic, an instruction) was "
-        "answered from memory. Mean reply latency: skipped "
-        f"{g['mean latency ms, skipped']:.1f} ms, answered "
-        f"{g['mean latency ms, answered']:.1f} ms.",
-        "",
-        f"- gate false-skip ≤ {GATE_FALSE_SKIP_TARGET:.0%}: **"
-        + ("met" if g["false-skip rate"] <= GATE_FALSE_SKIP_TARGET else "MISSED")
-        + f"** ({g['false-skip rate']:.1%})",
-        f"- gate invalid-query rate ≤ {GATE_INVALID_TARGET:.0%}: **"
-        + ("met" if g["invalid-query rate"] <= GATE_INVALID_TARGET else "MISSED")
-        + f"** ({g['invalid-query rate']:.1%})",
-        "",
-    ]
-    rows = [
-        [group, str(int(v["n"])), _pct(v["answered"])]
-        for group, v in scores.gate.items()
-        if group != "all"
-    ]
-    out += _table(["group", "n", "answered from memory"], rows)
-    out += [f"**gate errors** ({len(scores.gate_misses)} listed)", ""]
-    out += [f"- {line}" for line in scores.gate_misses[:60]] or ["- none"]
-    return [*out, ""]
 
 
 def markdown(
@@ -188,6 +137,7 @@ def markdown(
     for title, rates, counts, forbidden in (
         ("Trap suite", scores.traps, scores.trap_counts, scores.trap_forbidden),
         ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
+        ("Seed trap suite", scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
     ):
         if not rates:
             continue
@@ -254,6 +204,8 @@ def markdown(
         ]
     if scores.gate:
         out += gate_section(scores)
+    if scores.seed_gate:
+        out += seed_gate_markdown(scores.seed_gate, scores.seed_gate_misses)
     out += ["## What each system is given", ""]
     out += [f"- {line}" for line in METHOD] + [""]
     out += ["## memstream's misses, with the scores from its replies", ""]
@@ -288,6 +240,10 @@ def chart(scores: Scores, path: Path) -> None:
     if scores.heldout:
         panels.append(
             ("held-out traps: wrong-memory rate ↓", list(scores.heldout_counts), scores.heldout)
+        )
+    if scores.seedtraps:
+        panels.append(
+            ("seed traps: wrong-memory rate ↓", list(scores.seedtraps_counts), scores.seedtraps)
         )
     if scores.locomo:
         cats = list(scores.locomo_counts)
@@ -353,4 +309,10 @@ def print_headline(scores: Scores, console: Console) -> None:
             f"gate (labelled set, {int(g['n'])} questions): false-skip "
             f"{g['false-skip rate']:.1%}, invalid-query {g['invalid-query rate']:.1%} "
             "(always retrieve: 0.0 %, 100.0 %)"
+        )
+    for side in ("with user_id", "without user_id") if scores.seed_gate else ():
+        g = scores.seed_gate[side]
+        console.print(
+            f"seed gate set, {side}: false-skip {g['false-skip rate']:.1%}, invalid-query "
+            f"{g['invalid-query rate']:.1%}"
         )

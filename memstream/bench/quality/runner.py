@@ -28,7 +28,11 @@ from rich.console import Console
 
 from memstream.bench.quality.baselines import TenantCorpus, build_corpora
 from memstream.bench.quality.datasets import datasets_root, locomo_suite, sgd_suites
+from memstream.bench.quality.gate_personal import personal_set
+from memstream.bench.quality.gate_runs import GATE_ON, ask_gate, ask_gate_on
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
+from memstream.bench.quality.seed_gate import seed_gate_questions
+from memstream.bench.quality.seedtraps import seed_trap_suite
 from memstream.bench.quality.suite import Question, Suite, doc_id
 from memstream.bench.quality.traps import trap_suite
 from memstream.ops.health import check_postgres, check_redis
@@ -44,7 +48,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", "seedtraps")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +93,7 @@ class SuiteRun:
     errors: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     gate: list[GateOutcome] = field(default_factory=list)  # the gate set's questions, unforced
+    gate_on: list[GateOutcome] = field(default_factory=list)  # its own questions, unforced
 
 
 class CachedEmbedder:
@@ -146,6 +151,8 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         from memstream.bench.quality.timeqa import timeqa_suite
 
         suites.append(timeqa_suite(root))
+    if "seedtraps" in options.suites:
+        suites.append(seed_trap_suite(options.traps_per_family, now, options.seed))
     return suites
 
 
@@ -253,32 +260,6 @@ async def _ask_memstream(
     return [[r["version_id"] for r in rs] for rs in replies], list(replies), errors
 
 
-async def _ask_gate(
-    local: Any, questions: Sequence[GateQuestion], concurrency: int
-) -> list[GateOutcome]:
-    """The gate set's questions of one suite, asked as an agent would: without ``force``."""
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(question: GateQuestion) -> GateOutcome:
-        request = {
-            "request_id": f"g-{uuid.uuid4().hex[:12]}",
-            "tenant_id": question.tenant_id,
-            "query": question.query,
-            "limit": 10,
-            **question.request,
-        }
-        async with limit:
-            reply = await local.retrieve(request)
-        return GateOutcome(
-            question,
-            reply.get("status") == "ok",
-            str((reply.get("gate") or {}).get("reason", "")),
-            float((reply.get("latency_ms") or {}).get("total", 0.0)),
-        )
-
-    return list(await asyncio.gather(*(one(q) for q in questions)))
-
-
 async def run_suites(
     settings: Settings,
     suites: Sequence[Suite],
@@ -287,6 +268,7 @@ async def run_suites(
     options: Options,
     console: Console,
     gate_questions: Sequence[GateQuestion] = (),
+    personal: tuple[list[dict[str, Any]], list[GateQuestion]] | None = None,
 ) -> list[SuiteRun]:
     local = await LocalMemstream.start(settings, embedder=embedder)
     runs = []
@@ -323,9 +305,19 @@ async def run_suites(
             mine = [q for q in gate_questions if q.suite == suite.name]
             if mine:
                 started = time.perf_counter()
-                run.gate = await _ask_gate(local, mine, options.concurrency)
+                run.gate = await ask_gate(local, mine, options.concurrency)
                 run.seconds["gate set"] = time.perf_counter() - started
+            if suite.name == "locomo":  # every question depends on the conversation
+                started = time.perf_counter()
+                run.rankings[GATE_ON], run.gate_on = await ask_gate_on(
+                    local, suite, options.concurrency
+                )
+                run.seconds["gate on"] = time.perf_counter() - started
             runs.append(run)
+        if personal is not None:  # the held-out personal records (gate_personal)
+            events, questions = personal
+            await local.ingest(events)
+            runs[0].gate += await ask_gate(local, questions, options.concurrency)
     finally:
         await local.stop()
     return runs
@@ -357,8 +349,12 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     model.cache_tag = tag  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
-    gate_questions = gate_set(suites, options.seed)
+    gate_questions = gate_set([s for s in suites if s.name != "seedtraps"], options.seed)
+    gate_questions += seed_gate_questions(suites, options.seed)  # reported apart
     texts += [q.query for q in gate_questions]
+    personal = personal_set(datetime.now(UTC)) if suites else None
+    if personal is not None:
+        texts += [str(e["content"]) for e in personal[0]] + [q.query for q in personal[1]]
     console.print(f"embedding {len(set(texts))} distinct texts once, for every system …")
     vectors = embed_all(model, texts, console, options.embedding_cache)
     stages["embed (once, all systems)"] = time.perf_counter() - clock
@@ -373,7 +369,9 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
         stages["start stack"] = time.perf_counter() - clock
         clock = time.perf_counter()
         runs = asyncio.run(
-            run_suites(resolved, suites, embedder, vectors, options, console, gate_questions)
+            run_suites(
+                resolved, suites, embedder, vectors, options, console, gate_questions, personal
+            )
         )
         stages["ingest + ask"] = time.perf_counter() - clock
         if embedder.misses:

@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memstream.bench.quality import metrics
-from memstream.bench.quality.gate_set import gate_rates
+from memstream.bench.quality.gate_runs import gate_rates
+from memstream.bench.quality.gate_set import GateOutcome
 from memstream.bench.quality.runner import REPORTED, SuiteRun
+from memstream.bench.quality.seed_gate import is_seed_gate, seed_gate_rates
+from memstream.bench.quality.seed_words import question_language
 from memstream.bench.quality.served import SERVED
 from memstream.bench.quality.suite import Question
 
@@ -41,10 +44,17 @@ class Scores:
     heldout: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
     heldout_counts: dict[str, int] = field(default_factory=dict)
     heldout_forbidden: dict[str, int] = field(default_factory=dict)
+    seedtraps: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    seedtraps_counts: dict[str, int] = field(default_factory=dict)
+    seedtraps_forbidden: dict[str, int] = field(default_factory=dict)
+    seed_gate: dict[str, dict[str, float]] = field(default_factory=dict)  # seed_gate_rates
+    seed_gate_misses: list[str] = field(default_factory=list)
     timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
     timeqa_count: int = 0
     gate: dict[str, dict[str, float]] = field(default_factory=dict)  # group → figures
     gate_misses: list[str] = field(default_factory=list)
+    gate_on: dict[str, dict[str, float]] = field(default_factory=dict)  # LoCoMo, no force
+    gate_on_misses: list[str] = field(default_factory=list)
     # --via-kafka: share of LoCoMo questions whose served top 5 equals the in-process top 5
     served_agreement: float | None = None
 
@@ -66,6 +76,9 @@ class Scores:
                 .get("current above superseded"),
                 "TimeQA as-of top-1 ↑": self.timeqa.get(system),
             }
+            if self.seedtraps:  # only when it ran: the default run does not include it
+                seed = self.seedtraps.get(system, {}).get("all")
+                rows[system]["seed trap wrong-memory rate ↓"] = seed
         return rows
 
 
@@ -83,11 +96,13 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 
 
 def score_traps(run: SuiteRun, scores: Scores) -> None:
-    """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``."""
-    held = run.suite.name == "heldout"
-    rates = scores.heldout if held else scores.traps
-    counts = scores.heldout_counts if held else scores.trap_counts
-    forbidden = scores.heldout_forbidden if held else scores.trap_forbidden
+    """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``, the seed
+    suite into ``scores.seedtraps*`` (also per language: "all · en", "all · zh")."""
+    rates, counts, forbidden = {
+        "heldout": (scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
+        "seedtraps": (scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
+    }.get(run.suite.name, (scores.traps, scores.trap_counts, scores.trap_forbidden))
+    seed = run.suite.name == "seedtraps"
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -95,6 +110,8 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
             verdict = metrics.answer_is_wrong(ranked, question.right, question.forbidden)
             wrong[question.group].append(verdict)
             wrong["all"].append(verdict)
+            if seed:
+                wrong[f"all · {question_language(question)}"].append(verdict)
         rates[system] = {g: sum(v) / len(v) for g, v in wrong.items()}
         forbidden[system] = sum(
             1
@@ -103,6 +120,9 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
         )
     for question in questions:
         counts[question.group] = counts.get(question.group, 0) + 1
+    for question in questions if seed else ():
+        lang = f"all · {question_language(question)}"
+        counts[lang] = counts.get(lang, 0) + 1
     counts["all"] = len(questions)
     lines = []
     for question, ranked, reply in zip(
@@ -209,17 +229,31 @@ def score_sgd(run: SuiteRun, scores: Scores) -> None:
     scores.examples[run.suite.name] = lines
 
 
-def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
-    outcomes = [o for run in runs for o in run.gate]
-    if not outcomes:
-        return
-    scores.gate = gate_rates(outcomes)
-    scores.gate_misses = [
+def _gate_errors(outcomes: Sequence[GateOutcome]) -> list[str]:
+    return [
         f"{'false skip' if o.question.needs_memory else 'let through'} · {o.question.group} · "
         f"“{o.question.query}” {dict(o.question.request)} — {o.reason}"
         for o in outcomes
         if o.answered != o.question.needs_memory
     ]
+
+
+def score_gate(runs: Sequence[SuiteRun], scores: Scores) -> None:
+    """The bench's labelled set into ``scores.gate``, the seed gate set into
+    ``scores.seed_gate`` (split by with / without user_id), LoCoMo asked without force into
+    ``scores.gate_on``."""
+    mine = [o for run in runs for o in run.gate if is_seed_gate(o)]
+    if mine:
+        scores.seed_gate = seed_gate_rates(mine)
+        scores.seed_gate_misses = _gate_errors(mine)
+    outcomes = [o for run in runs for o in run.gate if not is_seed_gate(o)]
+    if outcomes:
+        scores.gate = gate_rates(outcomes)
+        scores.gate_misses = _gate_errors(outcomes)
+    gate_on = [o for run in runs for o in run.gate_on]
+    if gate_on:
+        scores.gate_on = gate_rates(gate_on)
+        scores.gate_on_misses = _gate_errors(gate_on)
 
 
 def score_timeqa(run: SuiteRun, scores: Scores) -> None:
@@ -245,7 +279,7 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
     for run in runs:
-        if run.suite.name in ("traps", "heldout"):
+        if run.suite.name in ("traps", "heldout", "seedtraps"):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)

@@ -7,13 +7,14 @@ worker`` process; the suite's events are signed and published to the events topi
 the run waits until every one is ingested, then every question is sent through ``MemoryClient``
 as ``memstream ask --batch`` sends a line (sealed and signed with the tenant's agent key): the
 same request as in-process (the speaker anchor where the question names exactly one, ``force``,
-limit 10), and once more without anchors (the query text only). The rankings are scored by the
-same code as every other system.
+limit 10), once more without anchors (the query text only), and once more as an agent asks,
+without ``force`` (the gate decides; a skipped question ranks nothing, so its recall counts the
+gate's false skips). The rankings are scored by the same code as every other system.
 
 What still differs from in-process, by construction: the worker embeds with its own model
 instance and its own batches (the in-process run reuses vectors computed once in batches of
 256), so vectors can differ in the last float digits; the worker's clock is read when each
-request is served, not when the run started; nothing else (same gate, forced; same limit).
+request is served, not when the run started; nothing else (same gate; same limit).
 The client (memstream.streams) is imported where it is used, as `ask` does.
 """
 
@@ -34,11 +35,14 @@ from memstream.services.settings import Settings
 
 SERVED = "memstream, served (Kafka)"
 SERVED_BARE = "memstream, served (Kafka), no anchors"
+SERVED_GATED = "memstream, served (Kafka), gate on"
 
 
-def served_request(question: Question, limit: int, *, anchors: bool = True) -> dict[str, Any]:
+def served_request(
+    question: Question, limit: int, *, anchors: bool = True, force: bool = True
+) -> dict[str, Any]:
     """The request ``ask --batch`` sends for a line ``{tenant_id, query, anchors, limit,
-    force: true}``: the same fields, filled in as ``ask`` fills them."""
+    force}``: the same fields, filled in as ``ask`` fills them."""
     request = dict(question.request) if anchors else {}
     context = request.get("context") or {}
     return {
@@ -54,7 +58,7 @@ def served_request(question: Question, limit: int, *, anchors: bool = True) -> d
         "as_of": request.get("as_of"),
         "known_at": request.get("known_at"),
         "limit": limit,
-        "force": True,
+        "force": force,
     }
 
 
@@ -85,12 +89,15 @@ async def _ask(
 
 
 def ask_served(
-    settings: Settings, suite: Suite, concurrency: int, *, anchors: bool
+    settings: Settings, suite: Suite, concurrency: int, *, anchors: bool, force: bool = True
 ) -> tuple[list[list[str]], int]:
-    """Every question of ``suite`` through Kafka: rankings (version ids) and error replies."""
-    requests = [served_request(q, suite.limit, anchors=anchors) for q in suite.questions]
+    """Every question of ``suite`` through Kafka: rankings (version ids) and error replies
+    (a skipped reply, unforced, ranks nothing and is no error)."""
+    requests = [
+        served_request(q, suite.limit, anchors=anchors, force=force) for q in suite.questions
+    ]
     replies = asyncio.run(_ask(settings, requests, concurrency))
-    errors = sum(1 for r in replies if r.get("status") != "ok")
+    errors = sum(1 for r in replies if r.get("status") not in ("ok", "skipped"))
     ranked = [[str(x["version_id"]) for x in r.get("results") or []] for r in replies]
     return ranked, errors
 
@@ -144,10 +151,16 @@ def run_served(
                 raise RuntimeError(f"{len(status.pending)} events not ingested through Kafka")
             seconds["served: publish + ingest"] = time.perf_counter() - clock
             errors = 0
-            for name, anchors in ((SERVED, True), (SERVED_BARE, False)):
+            for name, anchors, force in (
+                (SERVED, True, True),
+                (SERVED_BARE, False, True),
+                (SERVED_GATED, True, False),  # as an agent asks: the gate decides
+            ):
                 console.print(f"  asking {len(suite.questions)} questions through Kafka ({name})")
                 clock = time.perf_counter()
-                rankings[name], failed = ask_served(resolved, suite, concurrency, anchors=anchors)
+                rankings[name], failed = ask_served(
+                    resolved, suite, concurrency, anchors=anchors, force=force
+                )
                 errors += failed
                 seconds[f"served: questions ({name})"] = time.perf_counter() - clock
         finally:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import OffsetOutOfRangeError
 
+from memstream.services.kafka_security import KafkaSecurity
 from memstream.services.ports import OffsetRange, Refused, TopicRecord
 
 IDLE_END_S = 3.0  # an open range ends when the partition gives nothing for this long
@@ -23,7 +24,9 @@ STALL_S = 30.0  # a bounded range that stops giving records is an error after th
 class KafkaTopicReader:
     """Reads explicit offset ranges of one topic (no consumer group, nothing committed)."""
 
-    def __init__(self, broker: str, topic: str) -> None:
+    def __init__(self, broker: str, topic: str, security: KafkaSecurity | None = None) -> None:
+        """``security``: the connection's TLS/SASL (``Settings.kafka``; None: plaintext)."""
+        security = security or KafkaSecurity()
         self._topic = topic
         self._ranges: dict[int, OffsetRange] = {}
         self._consumer = AIOKafkaConsumer(
@@ -34,6 +37,7 @@ class KafkaTopicReader:
             auto_offset_reset="none",
             fetch_max_wait_ms=200,
             max_partition_fetch_bytes=4 * 1024 * 1024,
+            **security.aiokafka_options(),
         )
         self._open: set[int] = set()
         self._last_seen = time.monotonic()

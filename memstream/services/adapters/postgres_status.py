@@ -24,6 +24,12 @@ _INGESTED = sql.SQL(
     " WHERE (l.tenant_id, l.event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
     " AND (v.indexed_at IS NOT NULL OR v.op = 'RETRACT')"
 )
+_RECORDED = sql.SQL(
+    "SELECT tenant_id, event_id FROM event_ledger"
+    " WHERE (tenant_id, event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+    " UNION SELECT tenant_id, event_id FROM dead_letters"
+    " WHERE (tenant_id, event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+)
 _DEAD = sql.SQL(
     "SELECT DISTINCT ON (tenant_id, event_id) tenant_id, event_id, reason FROM dead_letters"
     " WHERE (tenant_id, event_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
@@ -85,6 +91,13 @@ class PostgresStatus(SyncPostgres):
             if migrated:
                 raise
             return set()
+        return {(r[0], r[1]) for r in rows}
+
+    def recorded(self, idents: Sequence[Ident]) -> set[Ident]:
+        """Those of ``idents`` in the ledger or dead-lettered: committed to Postgres, whether
+        or not versioned and indexed yet (the index catches up from Postgres)."""
+        tenants, events = _split(idents)
+        rows = self._conn.execute(_RECORDED, (tenants, events, tenants, events)).fetchall()
         return {(r[0], r[1]) for r in rows}
 
     def dead(self, idents: Sequence[Ident]) -> dict[Ident, str]:

@@ -6,7 +6,8 @@ In order:
 2. A strong cue in the query (``lexicon.find_cues``: time words "yesterday"/"上次",
    possessives "my"/"我的", state verbs "returned"/"退货", an entity id "XR-500") or in the
    request (a time window, a past as_of / known_at) passes, as does conversation context
-   (active entities, an active task).
+   (active entities, an active task: an agent in the middle of a task is asking about it),
+   whatever the load.
 3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
    instruction to the agent) is skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
@@ -14,13 +15,36 @@ In order:
    ``about_the_user``: "what music do I like?", "what does the user want now?") passes.
 4. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
 5. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
-   looked at (``probe``): the handler retrieves and passes ``MemoryEvidence``; the question is
-   answered when it names something the tenant's memory holds (a word of the question, not a
-   common one, found in the memories retrieved, with those memories at least ``NAMED_NEAR``
-   similar) or when the nearest memory is close (cosine ≥ ``NEAR``); else it is skipped with
-   the nearest similarity in the reason. An answer's reason says which terms are held, how
-   many of the question's terms that is, and the nearest similarity, so that a reader can see
-   how close the call was ("names 'blender', 'motor' in memory (2 of 3 terms, nearest 0.31)").
+   looked at (``probe``), the asker's own memory first:
+
+   a. *Own memory* (``OwnEvidence``; only with a ``user_id`` or anchors): the memories
+      anchored to the user (``customer:<id>`` / ``user:<id>``) or to an entity the request
+      names. The question is answered when one of its content words (``own_terms``: not a
+      common question word; English words by their stem, so "return" finds "returned";
+      Chinese by two-character grams) is held by one of those memories, or when the nearest
+      of them is at least ``OWN_NEAR`` similar (``similarity_speaks``: not for a question
+      written only in Chinese, which the bundled English encoder cannot compare). The bar
+      is lower than the tenant's ``NEAR`` because the candidates are the asker's own few
+      records, not the whole tenant: a terse question about one's own parcel ("when will
+      the package get here") shares no word with "Shipment handed to the courier; expected
+      drop-off Thursday" and is only 0.3-0.4 similar to it, while nothing else of the
+      tenant competes. Beyond ``OWN_BROAD`` memories (a long conversation's turns, not a
+      person's records) the question's everyday words are held by chance ("world",
+      "point", "stand" among a speaker's 300 turns): there a held word does not decide
+      alone and the similarity bar is the tenant's ``NEAR``. Only the asker's own memories
+      count here — another user's or
+      tenant's never do — and the reason names only words of the question and counts of
+      the asker's memories ("the user's memory holds 'return' (3 memories); nearest 0.21").
+   b. *Tenant memory* (``MemoryEvidence``): the handler retrieves; the question is answered
+      when it names something the tenant's memory holds (a word of the question, not a
+      common one, found in the memories retrieved, with those memories at least
+      ``NAMED_NEAR`` similar) or when the nearest memory is close (cosine ≥ ``NEAR``); else
+      it is skipped with both nearest similarities in the reason. An answer's reason says
+      which terms are held, how many of the question's terms that is, and the nearest
+      similarity ("names 'blender', 'motor' in memory (2 of 3 terms, nearest 0.31)").
+
+   A false skip costs more than a wasted retrieval (the agent answers from nothing,
+   confidently), so a question is skipped only when neither look found anything related.
 
 Every skip reason ends with how to force (``FORCE_HINT``).
 Pure: ``now`` is a parameter. Must not import any I/O library.
@@ -28,7 +52,7 @@ Pure: ``now`` is a parameter. Must not import any I/O library.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -47,13 +71,17 @@ from memstream.services.domain.lexicon import (
     content_terms,
     find_cues,
 )
-from memstream.services.domain.query import RetrievalRequest
+from memstream.services.domain.query import PERSON_ANCHOR_TYPES, RetrievalRequest
 
 HIGH_LOAD = 0.9
 # Cosine similarity (the bundled MiniLM) of the question and its nearest memory above which a
 # question is about what memory holds, and the lower bar when it also names a held term.
 NEAR = 0.45
 NAMED_NEAR = 0.10
+# The same for the asker's own memories (see the module docstring, 5a), and the number of
+# them beyond which they are a broad record (a long conversation) where words match by chance.
+OWN_NEAR = 0.25
+OWN_BROAD = 100
 FORCE_HINT = "send force=true to retrieve anyway"
 GENERIC = "no memory cue: generic question"
 
@@ -67,11 +95,92 @@ def _request_cues(request: RetrievalRequest, now: datetime) -> list[Cue]:
         cues.append(Cue(EXPLICIT_TIME, "as_of", True))
     if request.known_at is not None and request.known_at < now:
         cues.append(Cue(EXPLICIT_TIME, "known_at", True))
+    # Conversation context: the agent is in the middle of something the question is about.
     if request.active_entities:
-        cues.append(Cue(CONTEXT, f"{len(request.active_entities)} active entities", False))
+        cues.append(Cue(CONTEXT, f"{len(request.active_entities)} active entities", True))
     if request.active_task:
-        cues.append(Cue(CONTEXT, "active task", False))
+        cues.append(Cue(CONTEXT, "active task", True))
     return cues
+
+
+def own_anchors(request: RetrievalRequest) -> tuple[str, ...]:
+    """The anchors ("type:id") whose memories are the asker's own: the request's anchors
+    (the ``user_id`` is among them as ``customer:<id>``) and, for the ``user_id``, the same
+    person as a ``user`` entity. Empty without a user or anchors."""
+    found = [f"{a.type}:{a.id}" for a in request.anchors]
+    if request.user_id is not None:
+        found += [f"{kind}:{request.user_id}" for kind in sorted(PERSON_ANCHOR_TYPES)]
+    return tuple(dict.fromkeys(found))
+
+
+def own_terms(query: str) -> tuple[str, ...]:
+    """The question's content words looked for in the asker's own memories (sorted)."""
+    return tuple(sorted(content_terms(query)))
+
+
+def similarity_speaks(query: str) -> bool:
+    """Whether the embedding's similarity is evidence for this question in rule 5a: not for a
+    question whose content words are all Chinese. The bundled encoder (all-MiniLM-L6-v2) was
+    trained on English text; with it, two unrelated texts written in Chinese are 0.3-0.45
+    similar, as similar as related ones, so there only the question's words (its CJK
+    grams) are evidence."""
+    terms = content_terms(query)
+    return any(t.isascii() for t in terms) or all(t.isascii() for t in terms)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnEvidence:
+    """What a look at the asker's own memories found: for each content term of the question
+    that they hold, how many of them hold it; the best cosine similarity of the question
+    with one of them (0 when there are none); how many there are (``memories``). ``whose``
+    names them in the reason."""
+
+    held: tuple[tuple[str, int], ...]
+    nearest: float
+    whose: str = "the user's memory"
+    memories: int = 0
+
+    @property
+    def broad(self) -> bool:
+        """More than ``OWN_BROAD`` memories: a long conversation, not a person's records."""
+        return self.memories > OWN_BROAD
+
+    def decides(self, query: str) -> bool:
+        """Rule 5a: a held word, or the nearest memory close enough (``OWN_NEAR``; for a
+        broad memory the tenant's ``NEAR``, and words alone do not decide)."""
+        if self.broad:
+            return self.nearest >= NEAR and similarity_speaks(query)
+        return bool(self.held) or (self.nearest >= OWN_NEAR and similarity_speaks(query))
+
+    def describe(self) -> str:
+        if self.held:
+            terms = ", ".join(
+                f"{term!r} ({n} {'memory' if n == 1 else 'memories'})" for term, n in self.held[:3]
+            )
+            return f"{self.whose} holds {terms}; nearest {self.nearest:.2f}"
+        bar = NEAR if self.broad else OWN_NEAR
+        return f"{self.whose}: nearest {self.nearest:.2f} ≥ {bar}"
+
+    def falls_short(self, query: str) -> str:
+        """Why this look did not decide, for a skip's reason."""
+        if not similarity_speaks(query):
+            bar = "(not used: no Latin word)"
+        else:
+            bar = f"< {NEAR if self.broad else OWN_NEAR}"
+        words = f"{len(self.held)} words held of {self.memories} memories, not decisive"
+        held = words if self.broad and self.held else "no word held"
+        return f"{self.whose}: {held}, nearest {self.nearest:.2f} {bar}"
+
+
+def own_evidence(
+    counts: Mapping[str, int], nearest: float, request: RetrievalRequest, memories: int = 0
+) -> OwnEvidence:
+    """``OwnEvidence`` from the number of the asker's memories holding each term (terms held
+    by none are dropped; most held first), the nearest similarity among them and how many
+    they are."""
+    held = sorted(((t, n) for t, n in counts.items() if n > 0), key=lambda tn: (-tn[1], tn[0]))
+    whose = "the user's memory" if request.user_id is not None else "the anchored entities' memory"
+    return OwnEvidence(tuple(held), nearest, whose, memories)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +236,13 @@ def gate(
     now: datetime,
     load: float = 0.0,
     evidence: MemoryEvidence | None = None,
+    own: OwnEvidence | None = None,
 ) -> GateDecision:
     """Decide whether to answer from memory (see the module docstring for the order).
 
-    ``load`` is the service's load in [0, 1]. Without ``evidence``, a question that needs a
-    look at memory comes back with ``probe`` set (and ``needs_memory`` false).
+    ``load`` is the service's load in [0, 1]. A question that needs a look at memory comes
+    back with ``probe`` set (and ``needs_memory`` false) until ``own`` (the asker's own
+    memories) answers it or ``evidence`` (the tenant's) is given.
     """
     if request.force:
         return GateDecision(True, "forced")
@@ -141,8 +252,6 @@ def gate(
     strong = [cue for cue in (*text_cues, *context) if cue.strong]
     if strong:
         return GateDecision(True, strong[0].describe())
-    if context and load < HIGH_LOAD:
-        return GateDecision(True, context[0].describe())
     if talk is not None and not any(cue.kind == POSSESSIVE for cue in text_cues):
         return _skip(f"{talk[0]} '{talk[1]}'")
     if request.user_id is not None and (
@@ -154,6 +263,8 @@ def gate(
         if weak:
             return _skip(f"high load {load:.2f}: only weak cue {weak[0].describe()}")
         return _skip(f"high load {load:.2f}: {GENERIC}")
+    if own is not None and own.decides(request.query):
+        return GateDecision(True, own.describe())
     if evidence is None:
         return GateDecision(False, "no strong cue: look at memory", probe=True)
     if evidence.named and evidence.nearest >= NAMED_NEAR:
@@ -164,4 +275,7 @@ def gate(
         )
     if evidence.nearest >= NEAR:
         return GateDecision(True, f"nearest memory {evidence.nearest:.2f} ≥ {NEAR}")
-    return _skip(f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR})")
+    mine = "" if own is None else f"; {own.falls_short(request.query)}"
+    return _skip(
+        f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR}){mine}"
+    )

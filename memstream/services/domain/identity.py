@@ -146,8 +146,26 @@ def may_publish(principal: Principal, payload_tenant: object, source_system: obj
     if payload_tenant not in (None, "", principal.tenant_id):
         raise Forbidden("payload names another tenant")
     if principal.role is Role.PRODUCER and source_system not in principal.sources:
-        raise Forbidden(f"source_system {source_system!r} is outside the credential")
+        raise Forbidden(unbound_source(principal, source_system))
     return principal.tenant_id
+
+
+def unbound_source(principal: Principal, source_system: object) -> str:
+    """Why a producer's event was refused, for the dead letter and the audit row (never sent
+    to the client): the key, the sources it speaks for, and, for a well-formed source name,
+    the command an operator runs for a key that speaks for those and the new one."""
+    bound = sorted(principal.sources)
+    reason = (
+        f"source_system {source_system!r} is outside producer key {principal.key_id} "
+        f"(it speaks for: {', '.join(bound) or 'none'})"
+    )
+    if not isinstance(source_system, str) or not SOURCE_SYSTEM.match(source_system):
+        return reason
+    sources = " ".join(f"--source {s}" for s in [*bound, source_system])
+    return (
+        f"{reason}; a key that also speaks for it: `memstream keys create --tenant "
+        f"{principal.tenant_id} --role producer {sources} --save`"
+    )
 
 
 def may_erase(principal: Principal, payload_tenant: object = None) -> str:

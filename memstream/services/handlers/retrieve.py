@@ -24,7 +24,14 @@ from typing import Any
 
 from memstream.services.domain import versioning
 from memstream.services.domain.errors import InvalidRequest
-from memstream.services.domain.gating import evidence_from, gate
+from memstream.services.domain.gating import (
+    OwnEvidence,
+    evidence_from,
+    gate,
+    own_anchors,
+    own_evidence,
+    own_terms,
+)
 from memstream.services.domain.model import Anchor, MemoryVersion
 from memstream.services.domain.periods import valid_time
 from memstream.services.domain.query import (
@@ -38,7 +45,9 @@ from memstream.services.domain.trust import DEFAULT_PROFILE, TrustProfile, entit
 from memstream.services.ports import (
     Cache,
     Embedder,
+    HeldTerms,
     MemoryQueries,
+    TermCounts,
     VectorFilter,
     VectorHit,
     VectorIndex,
@@ -166,6 +175,10 @@ async def _no_hits() -> list[Any]:
     return []
 
 
+async def _no_counts() -> TermCounts:
+    return TermCounts(0, {})
+
+
 def error_reply(
     request_id: str, code: str, message: str, stages: dict[str, float], now: datetime
 ) -> dict[str, Any]:
@@ -228,6 +241,7 @@ class Retriever:
         encode_reply: Callable[[Mapping[str, Any]], bytes] | None = None,
         decode_reply: Callable[[bytes], dict[str, Any]] | None = None,
         config: RetrievalConfig | None = None,
+        held: HeldTerms | None = None,
     ) -> None:
         self._queries = queries
         self._index = index
@@ -238,6 +252,7 @@ class Retriever:
         self._encode = encode_reply
         self._decode = decode_reply
         self._config = config or RetrievalConfig()
+        self._held = held
         self._in_flight = 0
         self._tasks: set[asyncio.Future[None]] = set()
 
@@ -284,8 +299,7 @@ class Retriever:
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:
             return self._skipped(request_id, decision.reason, timer, now)
-        # The gate reads the question as asked: a date in it does not by itself call for memory.
-        asked = request
+        # Only the search reads the period (period_moment); the gate reads the question as asked.
         request, period = in_period(request, now)
         key = request_key(request, period)
         cached = await self._cached_reply(request.tenant_id, key)
@@ -295,11 +309,18 @@ class Retriever:
                 request_id=request_id, latency_ms={**timer.done(), "cache_hit": 1.0}, served_at=now
             )
             return cached
+        own: OwnEvidence | None = None
+        if decision.probe:
+            # No strong cue: the asker's own memories first (a word of the question they hold,
+            # or one of them close), then what the retrieval found in the tenant's.
+            own = await self._own_evidence(request)
+            if own is not None:
+                decision = gate(request, now, self.load, own=own)
+                timer.lap("gate_own")
         results = await self._search(request, now, timer)
         if decision.probe:
-            # No strong cue: what the retrieval found decides (names a held term, or close).
             found = ((r.scores.vector, r.candidate.content) for r in results)
-            decision = gate(asked, now, self.load, evidence_from(request.query, found))
+            decision = gate(request, now, self.load, evidence_from(request.query, found), own)
             timer.lap("gate_evidence")
             if not decision.needs_memory:
                 return self._skipped(request_id, decision.reason, timer, now)
@@ -333,6 +354,31 @@ class Retriever:
             "error": None,
             "served_at": now,
         }
+
+    async def _own_evidence(self, request: RetrievalRequest) -> OwnEvidence | None:
+        """The gate's look at the asker's own memories (``gating`` rule 5a): the question's
+        content words they hold (one indexed statement) ‖ the nearest of them (the query's
+        embedding, which the retrieval needs anyway, searched among them only). None without
+        a user or anchors."""
+        anchors = own_anchors(request)
+        if not anchors:
+            return None
+        flt = _search_filter(request, anchors)
+        terms = own_terms(request.query)
+        counting = (
+            self._held.held_terms(request.tenant_id, terms, flt)
+            if self._held is not None
+            else _no_counts()
+        )
+        counts_task = asyncio.ensure_future(counting)
+        try:
+            vector = await self._embed(request.query)
+            hits = await self._index.search(request.tenant_id, vector, flt, 1)
+            counts = await counts_task
+        finally:
+            counts_task.cancel()
+        nearest = max((hit.score for hit in hits), default=0.0)
+        return own_evidence(counts.held, nearest, request, counts.memories)
 
     def _background(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)

@@ -1,0 +1,135 @@
+"""Writing and reading memories: the unit of work of ingest, the repository, the change sink
+and the rules tables.
+
+Ports (Protocols and the values they carry); must not import any adapter nor any I/O library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from memstream.services.domain.model import MemoryEvent, MemoryVersion
+from memstream.services.domain.rescoring import TimeScores
+from memstream.services.domain.versioning import Placement
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a message was read: kept in the ledger so replay works by explicit offsets."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The outcome of recording one event in Postgres.
+
+    ``duplicate`` is true when the event_id was already in the ledger (nothing changed).
+    """
+
+    version: MemoryVersion
+    changed: tuple[MemoryVersion, ...]
+    outcome: str
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    reason: str
+    detail: str
+    position: Position
+    original: bytes | None
+    original_key: bytes | None = None
+    tenant_id: str | None = None
+    event_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTask:
+    """A version whose vector point must be written (``needs_vector``) or re-synced (payload)."""
+
+    version: MemoryVersion
+    needs_vector: bool
+
+
+class MemoryWrite(Protocol):
+    """One memory's unit of work, its lock held (cosmicpython's ``allocate`` shape: the handler
+    decides with the domain, the repository stores). ``duplicate``: the ledger already holds
+    the event (a redelivery) and what it recorded then; nothing is to be saved."""
+
+    @property
+    def chain(self) -> Sequence[MemoryVersion]: ...
+
+    @property
+    def duplicate(self) -> Recorded | None: ...
+
+    async def save(
+        self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, placement: Placement
+    ) -> None:
+        """Ledger row + new version + derived changes, committed with the unit of work."""
+        ...
+
+
+class MemoryRepository(Protocol):
+    """The ledger and the versions, in Postgres (the source of truth)."""
+
+    def locked(self, event: MemoryEvent) -> AbstractAsyncContextManager[MemoryWrite]:
+        """A unit of work on ``event``'s memory: locked, its chain and the ledger's answer read.
+
+        A clean exit commits what ``save`` wrote; an exception rolls it back. Raises
+        ``TransientError`` when the database is unreachable, ``AdapterError`` otherwise.
+        """
+        ...
+
+    async def dead_letter(self, letter: DeadLetter) -> None: ...
+
+    async def pending_index(
+        self, keys: Sequence[tuple[str, str]] | None, limit: int
+    ) -> list[IndexTask]:
+        """Versions not yet in the vector store, or whose payload is stale.
+
+        ``keys`` restricts to these (tenant_id, memory_key); None means any (the sweep).
+        """
+        ...
+
+    async def mark_indexed(self, versions: Sequence[MemoryVersion]) -> None:
+        """Mark indexed, unless their derived state changed since they were read."""
+        ...
+
+    async def chain(self, tenant_id: str, memory_key: str) -> list[MemoryVersion]: ...
+
+    async def close(self) -> None: ...
+
+
+class ChangeSink(Protocol):
+    """Where the ingest side announces what it did (memory.changes, the DLQ topic)."""
+
+    async def versioned(self, recorded: Recorded) -> None: ...
+
+    async def dead_lettered(self, letter: DeadLetter) -> None: ...
+
+    async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
+        """The rescoring timer changed a current version's time scores (memory.scores)."""
+        ...
+
+
+class RulesRepository(Protocol):
+    """Per-tenant rules that change at run time, and the materialised time scores."""
+
+    async def overrides(self, tenant_id: str) -> dict[str, dict[str, float]]:
+        """{"half_life": {fact_type: seconds}, "authority": {source: value}}."""
+        ...
+
+    async def due(
+        self, stale_before: datetime, limit: int
+    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]: ...
+
+    async def save(
+        self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
+    ) -> set[str]: ...

@@ -1,0 +1,23 @@
+"""The soak's answers per minute: whole minutes from the first answer's clock, the last
+(partial) minute left out unless it is the only one."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstream.bench.soak import per_minute
+
+
+def test_whole_minutes_and_the_partial_last_left_out() -> None:
+    assert per_minute([]) == []
+    assert per_minute([1.0, 59.9, 60.0, 61.0, 130.0]) == [2, 2]
+    assert per_minute([5.0, 6.0]) == [2]  # a run shorter than a minute: its one minute
+
+
+@given(st.lists(st.floats(min_value=0, max_value=3_600), min_size=1))
+def test_every_answer_of_a_whole_minute_is_counted_once(done_at: list[float]) -> None:
+    minutes = per_minute(done_at)
+    last = int(max(done_at) // 60)
+    whole = sum(1 for moment in done_at if int(moment // 60) < last)
+    assert sum(minutes) == (whole if last else len(done_at))
