@@ -53,7 +53,9 @@ class RetrievalRequest:
     ``active_task`` are the conversation's context: they call for memory (gating) and stand in
     for anaphora ("that one", "它") when the ranking binds memories to entities.
     ``time_window`` is inclusive at both ends; ``deadline_ms`` is absolute, in epoch
-    milliseconds (as in ``schemas/retrieval_request.avsc``).
+    milliseconds (as in ``schemas/retrieval_request.avsc``). ``period_moment`` is not sent by
+    the agent: it is the moment of the period the question names (``periods.valid_time``), at
+    which each memory found is answered with the version valid then.
     """
 
     request_id: str
@@ -70,6 +72,7 @@ class RetrievalRequest:
     force: bool = False
     reply_to: str = ""
     deadline_ms: int | None = None
+    period_moment: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """handle_retrieve: a RetrievalRequest (already decoded) → a RetrievalReply record.
 
-validate → (deadline) → known tenant → gate → reply cache → embed ‖ keyword search → vector
+validate → (deadline) → known tenant → gate → the period the question names, as valid time
+(``in_period``) → reply cache → embed ‖ keyword search → vector
 search (anchored and open) → fetch versions (tenant-scoped) ‖ vector-score the keyword
 candidates outside the vector top k → score, arbitrate, render (pure
 domain) → (a question without a strong cue: gate again on what was found) → cache (in the
@@ -32,6 +33,7 @@ from memstream.services.domain.gating import (
     own_terms,
 )
 from memstream.services.domain.model import Anchor, MemoryVersion
+from memstream.services.domain.periods import valid_time
 from memstream.services.domain.query import (
     Candidate,
     RetrievalRequest,
@@ -103,8 +105,9 @@ class _Clock:
         return self.stages
 
 
-def request_key(request: RetrievalRequest) -> str:
-    """What makes two requests the same question (ids, reply address and deadline excluded)."""
+def request_key(request: RetrievalRequest, period: str = "") -> str:
+    """What makes two requests the same question (ids, reply address and deadline excluded);
+    ``period`` is the note on the period the question names (``in_period``)."""
 
     def anchors(items: Sequence[Anchor]) -> list[str]:
         return sorted(f"{a.type}:{a.id}" for a in items)
@@ -123,14 +126,36 @@ def request_key(request: RetrievalRequest) -> str:
         "known_at": iso(request.known_at),
         "limit": request.limit,
         "force": request.force,
+        "period": period,
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
 
 
+def in_period(request: RetrievalRequest, now: datetime) -> tuple[RetrievalRequest, str]:
+    """The request as it is searched when its question names a period, and the note on it.
+
+    Only a request that sets neither ``as_of`` nor ``time_window`` is read (what the agent set
+    wins). A period that has ended sets ``period_moment`` (``periods.valid_time``): every
+    version is searched, and each memory found is answered with its version valid at that
+    moment ("the price in March 2024" is March's price, not today's). A memory that began
+    after the moment is kept as it is now: what was said in April about March is still an
+    answer about March (LoCoMo: 4 of 47 period questions in three conversations have all
+    their evidence told after the period; ``as_of`` would lose them). A memory with one
+    version is the same either way, so "what did I buy in March?" finds what it found before.
+    """
+    if request.as_of is not None or request.time_window is not None:
+        return request, ""
+    moment, note = valid_time(request.query, now)
+    if moment is None:
+        return request, note
+    return dataclasses.replace(request, period_moment=moment), note
+
+
 def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
-    if request.known_at is not None:
+    if request.known_at is not None or request.period_moment is not None:
         # Transaction time: what is current now may not have been then, so search every
-        # version and re-derive each memory's chain as it was known (see _as_known).
+        # version and re-derive each memory's chain as it was known (see _as_known); a
+        # period the question names: the version valid then may not be the current one.
         return VectorFilter(
             current_only=False,
             anchors=anchors,
@@ -274,7 +299,9 @@ class Retriever:
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:
             return self._skipped(request_id, decision.reason, timer, now)
-        key = request_key(request)
+        # Only the search reads the period (period_moment); the gate reads the question as asked.
+        request, period = in_period(request, now)
+        key = request_key(request, period)
         cached = await self._cached_reply(request.tenant_id, key)
         timer.lap("cache")
         if cached is not None:
@@ -299,7 +326,7 @@ class Retriever:
                 return self._skipped(request_id, decision.reason, timer, now)
         gate_record = {
             "decision": "forced" if request.force else "retrieve",
-            "reason": decision.reason,
+            "reason": f"{decision.reason}; {period}" if period else decision.reason,
         }
         reply: dict[str, Any] = {
             "request_id": request_id,
@@ -379,10 +406,12 @@ class Retriever:
         keyword_scores: dict[str, float],
     ) -> list[MemoryVersion]:
         """For each memory found, the version that was valid at ``as_of`` (default: the
-        ``known_at`` moment itself) as memstream knew it at ``known_at``; it inherits the best
-        search scores of its memory's versions."""
-        assert request.known_at is not None
-        moment = request.as_of or request.known_at
+        period the question names, else the ``known_at`` moment itself) as memstream knew it
+        at ``known_at`` (default: now); it inherits the best search scores of its memory's
+        versions. For a period the question names, a memory that began after it keeps the
+        version current (see ``in_period``)."""
+        moment = request.as_of or request.period_moment or request.known_at
+        assert moment is not None
         best_vector: dict[str, float] = {}
         best_keyword: dict[str, float] = {}
         for v in found:
@@ -395,7 +424,12 @@ class Retriever:
             chains.setdefault(v.memory_key, []).append(v)
         chosen: list[MemoryVersion] = []
         for key, chain in chains.items():
-            then = versioning.valid_at(versioning.known_at(chain, request.known_at), moment)
+            if request.known_at is not None:
+                chain = versioning.known_at(chain, request.known_at)
+            then = versioning.valid_at(chain, moment)
+            later = all(v.valid_from > moment for v in chain)
+            if then is None and request.as_of is None and request.period_moment and later:
+                then = versioning.current_of(chain)
             if then is None:
                 continue
             if key in best_vector:
@@ -466,7 +500,7 @@ class Retriever:
             self._queries.versions(tenant, ids) if ids else _no_hits(),
             self._complete(request, vector, vector_scores, keyword_scores),
         )
-        if request.known_at is not None and versions:
+        if (request.known_at or request.period_moment) is not None and versions:
             versions = await self._as_known(request, versions, vector_scores, keyword_scores)
         timer.lap("fetch")
         candidates = [
