@@ -14,8 +14,10 @@ from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
 from memstream.services.domain.text import agreement, tokens
 from memstream.services.domain.trust import (
+    DEFAULT_AUTHORITY,
     RECENCY_FLOOR,
     TRUST_FLOOR,
+    UNKNOWN_AUTHORITY,
     AuthorityTable,
     StateRules,
     TrustComponents,
@@ -298,3 +300,17 @@ def test_open_matters_are_unresolved_complaint_like_memories() -> None:
     assert not matter("complaint", "resolved")
     assert not matter("return", "active"), "an active return is a fact, not an open matter"
     assert not matter("page_view", "pending")
+
+
+def test_the_default_authorities_keep_the_ladders_a_support_team_ranks_by() -> None:
+    table = DEFAULT_AUTHORITY
+    ladders = [
+        ("erp", "crm", "chat_log", "forum"),
+        ("official_document", "press_release", "user_review"),
+        ("crm", "wiki", "user_input", "third_party"),
+    ]
+    for ladder in ladders:
+        standings = [table.authority(source) for source in ladder]
+        assert standings == sorted(standings, reverse=True) and len(set(standings)) == len(ladder)
+    assert table.authority("Catalogue") == table.authority("catalog")
+    assert table.authority("a-source-nobody-named") == UNKNOWN_AUTHORITY

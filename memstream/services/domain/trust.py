@@ -30,22 +30,37 @@ from memstream.services.domain.text import agreement, attribute_clash
 
 # --- authority -------------------------------------------------------------------------------
 
+# Systems of record first, then internal knowledge, then what people say, then the open web —
+# the ladders a support team already ranks by (an internal CRM 0.95, a user's chat log 0.65, a
+# third-party forum 0.3; an official document above a press release above a user review). The
+# common spellings of one kind of source share its standing; a tenant overrides any of them.
 DEFAULT_AUTHORITIES: Mapping[str, float] = MappingProxyType(
     {
         "erp": 1.0,
         "official": 0.95,
         "official_doc": 0.95,
+        "official_document": 0.95,
         "catalog": 0.95,
+        "catalogue": 0.95,
         "billing": 0.95,
         "crm": 0.9,
         "ticketing": 0.85,
+        "wiki": 0.85,
+        "internal_wiki": 0.85,
+        "knowledge_base": 0.85,
+        "press_release": 0.7,
+        "press": 0.7,
+        "chat_log": 0.65,
         "support_chat": 0.6,
         "email": 0.6,
+        "user_input": 0.6,
         "browsing": 0.5,
         "clickstream": 0.5,
         "user_review": 0.4,
         "review": 0.4,
         "forum": 0.3,
+        "third_party": 0.3,
+        "web": 0.3,
     }
 )
 UNKNOWN_AUTHORITY = 0.5
