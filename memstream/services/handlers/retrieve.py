@@ -32,6 +32,7 @@ from memstream.services.domain.query import (
     validate_request,
 )
 from memstream.services.domain.ranking import DEFAULT_RULES, RankingRules, score_candidates
+from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.trust import DEFAULT_PROFILE, TrustProfile, entity_binding
 from memstream.services.ports import (
     Cache,
@@ -255,7 +256,8 @@ class Retriever:
                 now,
             )
         timer.lap("validate")
-        decision = gate(request, now, self.load)
+        reading = read_question(request)  # the question is read once, here
+        decision = gate(request, now, self.load, reading=reading)
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:
             return self._skipped(request_id, decision.reason, timer, now)
@@ -267,11 +269,12 @@ class Retriever:
                 request_id=request_id, latency_ms={**timer.done(), "cache_hit": 1.0}, served_at=now
             )
             return cached
-        results = await self._search(request, now, timer)
+        results = await self._search(request, reading, now, timer)
         if decision.probe:
             # No strong cue: what the retrieval found decides (names a held term, or close).
             found = ((r.scores.vector, r.candidate.content) for r in results)
-            decision = gate(request, now, self.load, evidence_from(request.query, found))
+            evidence = evidence_from(request.query, found)
+            decision = gate(request, now, self.load, evidence, reading=reading)
             timer.lap("gate_evidence")
             if not decision.needs_memory:
                 return self._skipped(request_id, decision.reason, timer, now)
@@ -380,7 +383,7 @@ class Retriever:
             vector_scores.setdefault(hit.id, hit.score)
 
     async def _search(
-        self, request: RetrievalRequest, now: datetime, timer: _Clock
+        self, request: RetrievalRequest, reading: QuestionReading, now: datetime, timer: _Clock
     ) -> list[ScoredResult]:
         cfg = self._config
         tenant = request.tenant_id
@@ -434,6 +437,8 @@ class Retriever:
         profile = await self._profiles(tenant)
         # A transaction-time question is scored with the clock of that moment (as it was asked).
         scored_at = request.known_at if request.known_at is not None else now
-        results = score_candidates(request, candidates, scored_at, profile.trust, profile.rules)
+        results = score_candidates(
+            request, candidates, scored_at, profile.trust, profile.rules, reading
+        )
         timer.lap("rank")
         return results

@@ -1,0 +1,253 @@
+"""Yielding: the rules that put one memory below another, each a factor inside ``final``.
+
+A reply is served in the order of its ``final`` scores and nothing else, so every rule that
+orders results beyond relevance and trust acts on ``final`` and says so in the result's
+``factors`` (name → the multiplier it applied; ``final`` = relevance^(1−α) · trust^α × the
+product of the factors). Two shapes:
+
+- a **factor**: ``final`` times a constant (arbitration's demotion of a conflict's loser, 0.5);
+- a **yield**: a memory that must not rank above some others (its *leaders*) is brought to
+  ``YIELD_SHARE`` (0.9) × the lowest leader's final × (1 + its own final) / 2, when it stood
+  higher. Below every leader, and in the same order among the memories that yield to the same
+  leaders as their finals before (so decay still orders them: all else equal, the older one
+  never ranks higher). A leader counts only when it is at least ``RELEVANCE_SHARE`` (half) as
+  relevant as the memory that yields to it: a leader that has little to do with the question
+  must not push a relevant memory down.
+
+The rules here (the personal rule is in ``personal``, the matters rules in ``matters``):
+
+- **attributes** (``attributes_first``): a question that names two or more attributes (colour,
+  storage or capacity, port, model, size; ``reading.attributes_in``) — a memory that matches
+  fewer of them never ranks above one that matches the most (at least two). Why: "the blue
+  256 GB one with USB-C" is answered by the one record that has all three; a fresher variant
+  with two of them is another product, and a catalogue's variants differ in exactly these.
+- **focus** (``focus_first``): when the conversation's context names entities in focus
+  (``context.active_entities``, an order the user is talking about), a memory about none of
+  them — not anchored to one and not naming its id — never ranks above a memory about one of
+  them, unless the question names the memory's entity itself. Why: the follow-up "and the
+  delivery?" does not repeat the order's number; the agent said which order is meant, and the
+  fresher shipment of another order is not the answer. This binds with or without an anaphor.
+- **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
+  "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
+  by time: each matching memory yields to every matching memory nearer the asked end
+  (newest first for latest, oldest first for earliest). The *subject* is the memories bound
+  to the focus when one is in focus, else to the user or the request's anchors, else all; of
+  those, the ones sharing a word with the question's subject (its content words without the
+  ordinal and time words) when any do. The *matching* memories are the subject's memories of
+  the fact type of its most relevant one (the kind of record asked about: views, orders,
+  complaints) at least ``ORDINAL_SHARE`` (a third) as relevant as it. Any other memory that
+  shares no word with the question's subject yields to the matching ones. Words compare by
+  their stems ("rented" and "rent"). Why: decay alone cannot answer "first"; "last" among
+  records of one kind is a question of time, not of wording (the user's view of last week is
+  "the headphones I looked at last time", however much closer an older view's text is to the
+  question); and a fresh record with no word of the question (a shipment for "the earbuds I
+  looked at") is not it.
+
+Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Hashable, Sequence
+
+from memstream.services.domain.lexicon import content_terms
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate, ScoredResult
+from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading, attributes_in
+from memstream.services.domain.text import stem
+
+RELEVANCE_SHARE = 0.5
+YIELD_SHARE = 0.9
+ORDINAL_SHARE = 1 / 3
+MIN_ATTRIBUTES = 2
+
+ATTRIBUTES = "attributes"
+FOCUS = "focus"
+ORDINAL = "ordinal"
+
+_SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
+
+
+def scaled(result: ScoredResult, name: str, factor: float) -> ScoredResult:
+    """``result`` with its final multiplied by ``factor``, recorded as ``name``."""
+    scores = dataclasses.replace(result.scores, final=result.scores.final * factor)
+    return dataclasses.replace(result, scores=scores, factors=(*result.factors, (name, factor)))
+
+
+def yielded(result: ScoredResult, ceiling: float, name: str) -> ScoredResult:
+    """``result`` placed below ``ceiling`` (the lowest final of its leaders), order kept."""
+    final = result.scores.final
+    target = YIELD_SHARE * ceiling * (1.0 + final) / 2.0
+    if final <= target:
+        return result
+    return scaled(result, name, target / final if final > 0 else 0.0)
+
+
+def yield_to(
+    results: Sequence[ScoredResult],
+    name: str,
+    leads: Callable[[ScoredResult], bool],
+    yields: Callable[[ScoredResult], bool],
+    group: Callable[[ScoredResult], Hashable] = lambda r: (),
+) -> list[ScoredResult]:
+    """Each result that ``yields`` placed below the results of its group that ``leads`` and are
+    at least ``RELEVANCE_SHARE`` as relevant as it (same order as given)."""
+    leaders: dict[Hashable, list[ScoredResult]] = {}
+    for result in results:
+        if leads(result):
+            leaders.setdefault(group(result), []).append(result)
+    if not leaders:
+        return list(results)
+    out: list[ScoredResult] = []
+    for result in results:
+        if yields(result):
+            finals = [
+                r.scores.final
+                for r in leaders.get(group(result), [])
+                if r is not result and r.scores.fused >= RELEVANCE_SHARE * result.scores.fused
+            ]
+            if finals:
+                result = yielded(result, min(finals), name)
+        out.append(result)
+    return out
+
+
+# --- attributes ------------------------------------------------------------------------------
+
+
+def _described(candidate: Candidate) -> str:
+    """What a memory says about itself: its content and its attribute values."""
+    return " ".join((candidate.content, *candidate.attributes.values()))
+
+
+def attributes_first(
+    results: Sequence[ScoredResult], reading: QuestionReading
+) -> list[ScoredResult]:
+    """The attributes rule of the module docstring."""
+    wanted = reading.attributes
+    if len(wanted) < MIN_ATTRIBUTES:
+        return list(results)
+    matched = {
+        r.candidate.version_id: len(wanted & attributes_in(_described(r.candidate)))
+        for r in results
+    }
+    most = max(matched.values(), default=0)
+    if most < MIN_ATTRIBUTES:
+        return list(results)
+    return yield_to(
+        results,
+        ATTRIBUTES,
+        leads=lambda r: matched[r.candidate.version_id] == most,
+        yields=lambda r: matched[r.candidate.version_id] < most,
+    )
+
+
+# --- focus -----------------------------------------------------------------------------------
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _names(candidate: Candidate, anchor: Anchor) -> bool:
+    """Whether a memory is about ``anchor``: anchored to it, an attribute holding its id, or
+    its id in the text as a whole token."""
+    wanted = _squash(anchor.id)
+    if not wanted:
+        return False
+    if any(_squash(own.id) == wanted for own in candidate.anchors):
+        return True
+    if any(_squash(value) == wanted for value in candidate.attributes.values()):
+        return True
+    pattern = rf"(?<![A-Za-z0-9]){re.escape(anchor.id.strip())}(?![A-Za-z0-9])"
+    return re.search(pattern, candidate.content, re.IGNORECASE) is not None
+
+
+def about_focus(candidate: Candidate, focus: Sequence[Anchor]) -> bool:
+    return any(_names(candidate, anchor) for anchor in focus)
+
+
+def _named_in_question(candidate: Candidate, reading: QuestionReading) -> bool:
+    named = {_squash(term) for term in reading.named_ids}
+    return any(_squash(a.id) in named for a in candidate.anchors)
+
+
+def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
+    """The focus rule of the module docstring."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    if not focus:
+        return list(results)
+    bound = {r.candidate.version_id for r in results if about_focus(r.candidate, focus)}
+    return yield_to(
+        results,
+        FOCUS,
+        leads=lambda r: r.candidate.version_id in bound,
+        yields=lambda r: (
+            r.candidate.version_id not in bound and not _named_in_question(r.candidate, reading)
+        ),
+    )
+
+
+# --- ordinals --------------------------------------------------------------------------------
+
+
+def _subject(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
+    """The memories that belong to an ordinal question's subject: about the focus, else bound
+    to the user or the request's anchors, else all."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    pool = [r for r in results if focus and about_focus(r.candidate, focus)]
+    if not pool:
+        pool = [r for r in results if r.binding_kind in _SUBJECT_KINDS]
+    return pool or list(results)
+
+
+def _stems(terms: frozenset[str]) -> frozenset[str]:
+    """Terms with the stems of their parts: "rented" and "e-bike" share "rent" and "bike"."""
+    out = set(terms)
+    for term in terms:
+        out.update(stem(part) for part in re.split(r"[-_']", term) if len(part) >= 3)
+    return frozenset(out)
+
+
+def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
+    return bool(words & _stems(content_terms(_described(result.candidate))))
+
+
+def by_time(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
+    """The ordinal rule of the module docstring."""
+    if reading.ordinal not in (LATEST, EARLIEST) or not results:
+        return list(results)
+    pool = _subject(results, reading)
+    words = _stems(reading.subject_terms)
+    sharing = [r for r in pool if _shares(r, words)]
+    base = sharing or pool
+    lead = max(base, key=lambda r: r.scores.fused)
+    kind = lead.candidate.fact_type.casefold()
+    matching = [
+        r
+        for r in base
+        if r.candidate.fact_type.casefold() == kind
+        and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
+    ]
+    chain = sorted(
+        matching,
+        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
+        reverse=reading.ordinal == LATEST,
+    )
+    placed: dict[str, ScoredResult] = {}
+    ceiling: float | None = None
+    for result in chain:
+        if ceiling is not None:
+            result = yielded(result, ceiling, ORDINAL)
+        placed[result.candidate.version_id] = result
+        ceiling = result.scores.final if ceiling is None else min(ceiling, result.scores.final)
+    out = [placed.get(r.candidate.version_id, r) for r in results]
+    chosen = set(placed)
+    return yield_to(
+        out,
+        ORDINAL,
+        leads=lambda r: r.candidate.version_id in chosen,
+        yields=lambda r: r.candidate.version_id not in chosen and not _shares(r, words),
+    )
