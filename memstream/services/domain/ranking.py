@@ -158,13 +158,16 @@ def _binding(
 
 
 def _ordered(
-    scored: list[ScoredResult], reading: QuestionReading, rules: RankingRules
+    scored: list[ScoredResult],
+    request: RetrievalRequest,
+    reading: QuestionReading,
+    rules: RankingRules,
 ) -> list[ScoredResult]:
     """Every rule that puts one memory below another, as factors inside final (step 6)."""
     ruled = arbitrate(scored, rules.authority, rules.arbitration)
     ruled = matters_first(ruled, reading, rules.state)
     ruled = attributes_first(ruled, reading)
-    ruled = by_time(ruled, reading)
+    ruled = by_time(ruled, reading, user=request.user_id is not None)
     ruled = focus_first(ruled, reading)
     if reading.personal:
         ruled = person_first(ruled)
@@ -246,6 +249,6 @@ def score_candidates(
             )
         )
 
-    top = _ordered(scored, reading, rules)[: request.limit]
+    top = _ordered(scored, request, reading, rules)[: request.limit]
     blocks = render_all(top, rules.render_budget)
     return [dataclasses.replace(r, rendered=block) for r, block in zip(top, blocks, strict=True)]

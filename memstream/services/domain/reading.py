@@ -17,9 +17,9 @@ Ordinals (English and Chinese), whole words, case-insensitive:
   "when did I last …" ("last" followed by a period — "last week", "last March" — names a period,
   not an ordinal; "does the battery last" is a verb), "上次", "上一次", "最近一次", "最后一次",
   "最新", "最近";
-- **earliest**: "first" (not "first of all", "first aid", "first class", nor "first half /
-  quarter / week …", which name a period), "earliest", "oldest", "originally", "initially",
-  "第一次", "第一个", "首次", "最早", "最初", "头一次".
+- **earliest**: "first" (not "first of all", "first aid", "first class", "first place", nor
+  "first half / quarter / week …", which name a period), "earliest", "oldest", "originally",
+  "initially", "第一次", "第一个", "首次", "最早", "最初", "头一次".
 
 Pure. Must not import any I/O library.
 """
@@ -66,7 +66,8 @@ _LATEST_EN = re.compile(
 )
 _EARLIEST_EN = re.compile(
     r"(?<![a-z0-9])(?:earliest|oldest|originally|initially|very\s+first"
-    rf"|first(?!\s+(?:of\s+all|aid|class|name|person|hand|{_PERIOD})(?![a-z]))(?!-))"
+    rf"|first(?!\s+(?:of\s+all|aid|class|name|person|hand|place|prize|round|floor|{_PERIOD})"
+    r"(?![a-z]))(?!-))"
     r"(?![a-z0-9])",
     re.IGNORECASE,
 )

@@ -30,8 +30,10 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
 - **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
   "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
   by time: each matching memory yields to every matching memory nearer the asked end
-  (newest first for latest, oldest first for earliest). The *subject* is the memories bound
-  to the focus when one is in focus, else to the user or the request's anchors, else all; of
+  (newest first for latest, oldest first for earliest). The *subject* is the memories about
+  the focus when one is in focus, else those bound to the user (a request with a ``user_id``)
+  or to the user's entities; a request with neither has no subject, and the rule does not
+  apply (an ordinal inside a story — "his first tournament" — is not an order of records). Of
   those, the ones sharing a word with the question's subject (its content words without the
   ordinal and time words) when any do. The *matching* memories are the subject's memories of
   the fact type of its most relevant one (the kind of record asked about: views, orders,
@@ -193,14 +195,16 @@ def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> li
 # --- ordinals --------------------------------------------------------------------------------
 
 
-def _subject(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
-    """The memories that belong to an ordinal question's subject: about the focus, else bound
-    to the user or the request's anchors, else all."""
+def _subject(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool
+) -> list[ScoredResult]:
+    """The memories whose order in time an ordinal question asks: about the focus when one is
+    in focus, else bound to the user (or to the user's entities); none without either."""
     focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
     pool = [r for r in results if focus and about_focus(r.candidate, focus)]
-    if not pool:
+    if not pool and user:
         pool = [r for r in results if r.binding_kind in _SUBJECT_KINDS]
-    return pool or list(results)
+    return pool
 
 
 def _stems(terms: frozenset[str]) -> frozenset[str]:
@@ -215,11 +219,15 @@ def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
     return bool(words & _stems(content_terms(_described(result.candidate))))
 
 
-def by_time(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
-    """The ordinal rule of the module docstring."""
+def by_time(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool = True
+) -> list[ScoredResult]:
+    """The ordinal rule of the module docstring; ``user``: the request names its user."""
     if reading.ordinal not in (LATEST, EARLIEST) or not results:
         return list(results)
-    pool = _subject(results, reading)
+    pool = _subject(results, reading, user)
+    if not pool:
+        return list(results)
     words = _stems(reading.subject_terms)
     sharing = [r for r in pool if _shares(r, words)]
     base = sharing or pool
