@@ -182,7 +182,7 @@ def test_the_focus_excludes_another_entity_of_its_kind_unless_the_question_names
     st.integers(0, 400),
     st.sampled_from(["and the delivery?", "status?", "那物流呢？", "where is it now?"]),
 )
-def test_no_memory_of_another_booking_above_a_comparably_relevant_one_in_focus(
+def test_no_memory_of_another_booking_above_one_in_focus(
     focused_vector: float, other_vector: float, focused_days: int, other_days: int, query: str
 ) -> None:
     pool = [
@@ -202,9 +202,25 @@ def test_no_memory_of_another_booking_above_a_comparably_relevant_one_in_focus(
         ),
     ]
     ranked = score_candidates(ask(query, focus=(BOOKING_A,)), pool, NOW)
+    assert ids(ranked) == ["in", "out"]
+
+
+def test_a_page_yields_to_the_focus_only_when_the_focus_is_comparably_relevant() -> None:
+    page = memory(
+        "faq",
+        "Airport transfers run every hour from 6:00.",
+        anchors=(),
+        fact_type="faq",
+        source="official",
+        vector=0.9,
+    )
+    pool = [*transfers(), page]
+    ranked = score_candidates(
+        ask("when do airport transfers run?", focus=(BOOKING_A,), user=None), pool, NOW
+    )
     by_id = {r.candidate.version_id: r for r in ranked}
-    if by_id["in"].scores.fused >= RELEVANCE_SHARE * by_id["out"].scores.fused:
-        assert ids(ranked)[0] == "in"
+    assert by_id["tr-a"].scores.fused < RELEVANCE_SHARE * by_id["faq"].scores.fused
+    assert ids(ranked)[0] == "faq"
 
 
 # --- attributes ------------------------------------------------------------------------------

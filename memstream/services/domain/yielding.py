@@ -24,9 +24,13 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
 - **focus** (``focus_first``): when the conversation's context names entities in focus
   (``context.active_entities``, an order the user is talking about), a memory about none of
   them — not anchored to one and not naming its id — never ranks above a memory about one of
-  them, unless the question names the memory's entity itself. Why: the follow-up "and the
-  delivery?" does not repeat the order's number; the agent said which order is meant, and the
-  fresher shipment of another order is not the answer. This binds with or without an anaphor.
+  them, unless the question names the memory's entity itself. A memory about another entity
+  of a focused kind (another order, when an order is in focus) yields whatever its relevance;
+  any other (a page, a view) only to focused memories at least ``RELEVANCE_SHARE`` as
+  relevant as itself. Why: the follow-up "and the delivery?" does not repeat the order's
+  number, and short follow-ups are where similarity says least; the agent said which order is
+  meant, and the fresher shipment of another order is not the answer. This binds with or
+  without an anaphor.
 - **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
   "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
   by time: each matching memory yields to every matching memory nearer the asked end
@@ -93,9 +97,10 @@ def yield_to(
     leads: Callable[[ScoredResult], bool],
     yields: Callable[[ScoredResult], bool],
     group: Callable[[ScoredResult], Hashable] = lambda r: (),
+    share: float = RELEVANCE_SHARE,
 ) -> list[ScoredResult]:
     """Each result that ``yields`` placed below the results of its group that ``leads`` and are
-    at least ``RELEVANCE_SHARE`` as relevant as it (same order as given)."""
+    at least ``share`` (default ``RELEVANCE_SHARE``) as relevant as it (same order as given)."""
     leaders: dict[Hashable, list[ScoredResult]] = {}
     for result in results:
         if leads(result):
@@ -108,7 +113,7 @@ def yield_to(
             finals = [
                 r.scores.final
                 for r in leaders.get(group(result), [])
-                if r is not result and r.scores.fused >= RELEVANCE_SHARE * result.scores.fused
+                if r is not result and r.scores.fused >= share * result.scores.fused
             ]
             if finals:
                 result = yielded(result, min(finals), name)
@@ -176,19 +181,38 @@ def _named_in_question(candidate: Candidate, reading: QuestionReading) -> bool:
     return any(_squash(a.id) in named for a in candidate.anchors)
 
 
+def _of_a_focused_kind(candidate: Candidate, focus: Sequence[Anchor]) -> bool:
+    kinds = {a.type.strip().casefold() for a in focus}
+    return any(a.type.strip().casefold() in kinds for a in candidate.anchors)
+
+
 def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
     """The focus rule of the module docstring."""
     focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
     if not focus:
         return list(results)
     bound = {r.candidate.version_id for r in results if about_focus(r.candidate, focus)}
-    return yield_to(
+
+    def outside(result: ScoredResult) -> bool:
+        c = result.candidate
+        return c.version_id not in bound and not _named_in_question(c, reading)
+
+    def leads(result: ScoredResult) -> bool:
+        return result.candidate.version_id in bound
+
+    # Another order when an order is in focus: below the focused one, however it is worded.
+    out = yield_to(
         results,
         FOCUS,
-        leads=lambda r: r.candidate.version_id in bound,
-        yields=lambda r: (
-            r.candidate.version_id not in bound and not _named_in_question(r.candidate, reading)
-        ),
+        leads=leads,
+        yields=lambda r: outside(r) and _of_a_focused_kind(r.candidate, focus),
+        share=0.0,
+    )
+    return yield_to(
+        out,
+        FOCUS,
+        leads=leads,
+        yields=lambda r: outside(r) and not _of_a_focused_kind(r.candidate, focus),
     )
 
 
