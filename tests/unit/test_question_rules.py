@@ -272,6 +272,27 @@ def test_the_variant_with_every_named_attribute_beats_fresher_near_misses() -> N
         )
 
 
+def test_attribute_values_a_catalogue_names_count_too() -> None:
+    """Colours with a maker's names ("fjord", "ember"), found through the entries' attributes."""
+    pool = [
+        memory(
+            f"p{i}",
+            f"Nimbus 7 phone, {colour} finish, {storage}.",
+            anchors=(Anchor("sku", f"NB7-{i}"),),
+            fact_type="product_variant",
+            source="catalog",
+            days=25 if (colour, storage) == ("fjord", "128 GB") else 2,
+            vector=0.66 if (colour, storage) == ("fjord", "128 GB") else 0.74,
+            attributes={"finish": colour, "storage": storage},
+        )
+        for i, (colour, storage) in enumerate(
+            (c, s) for c in ("fjord", "ember", "chalk") for s in ("128 GB", "256 GB")
+        )
+    ]
+    ranked = score_candidates(ask("Nimbus 7 in fjord with 128GB", user=None), pool, NOW)
+    assert ranked[0].candidate.attributes == {"finish": "fjord", "storage": "128 GB"}
+
+
 def test_one_named_attribute_is_no_combination() -> None:
     ranked = score_candidates(ask("the silver Aero 14", user=None), laptops(), NOW)
     assert all("attributes" not in dict(r.factors) for r in ranked)

@@ -17,8 +17,10 @@ product of the factors). Two shapes:
 The rules here (the personal rule is in ``personal``, the matters rules in ``matters``):
 
 - **attributes** (``attributes_first``): a question that names two or more attributes (colour,
-  storage or capacity, port, model, size; ``reading.attributes_in``) — a memory that matches
-  fewer of them never ranks above one that matches the most (at least two). Why: "the blue
+  storage or capacity, port, model, size: ``reading.attributes_in``; or any value of a
+  candidate's attributes, as whole words: "obsidian" for ``colour: Obsidian``) — a memory
+  that matches fewer of them (in its text or its attribute values) never ranks above one that
+  matches the most (at least two). Why: "the blue
   256 GB one with USB-C" is answered by the one record that has all three; a fresher variant
   with two of them is another product, and a catalogue's variants differ in exactly these.
 - **focus** (``focus_first``): when the conversation's context names entities in focus
@@ -129,17 +131,48 @@ def _described(candidate: Candidate) -> str:
     return " ".join((candidate.content, *candidate.attributes.values()))
 
 
+def _value_pattern(value: str) -> re.Pattern[str] | None:
+    """A pattern that finds an attribute value as whole words (CJK: as a substring)."""
+    words = value.split()
+    if not words or len(value) > 40:
+        return None
+    if len(value) < 3 and not re.search(r"[\u3400-\u9fff]", value):
+        return None  # "M", "xl", "2": too short to tell in running text
+    body = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _named_values(results: Sequence[ScoredResult], text: str) -> dict[str, re.Pattern[str]]:
+    """Attribute values of the candidates that the question names ("obsidian" for a phone
+    whose ``colour`` is "Obsidian"), beyond the canonical ones (``reading.attributes_in``)."""
+    named: dict[str, re.Pattern[str]] = {}
+    for result in results:
+        for key, value in result.candidate.attributes.items():
+            folded = value.strip().casefold()
+            if folded in named or key.casefold() == "id" or key.casefold().endswith("_id"):
+                continue
+            if attributes_in(value) or not content_terms(value):
+                continue  # found canonically already, or a common word ("yes", "new")
+            pattern = _value_pattern(value.strip())
+            if pattern is not None and pattern.search(text):
+                named[folded] = pattern
+    return named
+
+
 def attributes_first(
     results: Sequence[ScoredResult], reading: QuestionReading
 ) -> list[ScoredResult]:
     """The attributes rule of the module docstring."""
-    wanted = reading.attributes
-    if len(wanted) < MIN_ATTRIBUTES:
+    values = _named_values(results, reading.text)
+    if len(reading.attributes) + len(values) < MIN_ATTRIBUTES:
         return list(results)
-    matched = {
-        r.candidate.version_id: len(wanted & attributes_in(_described(r.candidate)))
-        for r in results
-    }
+
+    def matches(candidate: Candidate) -> int:
+        described = _described(candidate)
+        canonical = len(reading.attributes & attributes_in(described))
+        return canonical + sum(1 for p in values.values() if p.search(described))
+
+    matched = {r.candidate.version_id: matches(r.candidate) for r in results}
     most = max(matched.values(), default=0)
     if most < MIN_ATTRIBUTES:
         return list(results)
