@@ -50,7 +50,13 @@ from memstream.services.domain.fusion import final_score, fuse, fusion_weights, 
 from memstream.services.domain.matters import matters_first
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.personal import person_first, personal_binding, user_entities
-from memstream.services.domain.query import Candidate, RetrievalRequest, ScoredResult, Scores
+from memstream.services.domain.query import (
+    PERSON_ANCHOR_TYPES,
+    Candidate,
+    RetrievalRequest,
+    ScoredResult,
+    Scores,
+)
 from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.render import render_all
 from memstream.services.domain.trust import (
@@ -167,7 +173,10 @@ def _ordered(
     ruled = arbitrate(scored, rules.authority, rules.arbitration)
     ruled = matters_first(ruled, reading, rules.state)
     ruled = attributes_first(ruled, reading)
-    ruled = by_time(ruled, reading, user=request.user_id is not None)
+    user = request.user_id is not None or any(
+        a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors
+    )
+    ruled = by_time(ruled, reading, user=user)
     ruled = focus_first(ruled, reading)
     if reading.personal:
         ruled = person_first(ruled)

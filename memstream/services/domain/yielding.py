@@ -35,17 +35,17 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   without an anaphor.
 - **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
   "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
-  by time: each matching memory yields to every matching memory nearer the asked end
-  (newest first for latest, oldest first for earliest). The *subject* is the memories about
-  the focus when one is in focus, else those bound to the user (a request with a ``user_id``)
-  or to the user's entities; a request with neither has no subject, and the rule does not
-  apply (an ordinal inside a story — "his first tournament" — is not an order of records). Of
-  those, the ones sharing a word with the question's subject (its content words without the
-  ordinal and time words) when any do. The *matching* memories are the subject's memories of
-  the fact type of its most relevant one (the kind of record asked about: views, orders,
-  complaints) at least ``ORDINAL_SHARE`` (a third) as relevant as it. Any other memory that
-  shares no word with the question's subject yields to the matching ones. Words compare by
-  their stems ("rented" and "rent"). Why: decay alone cannot answer "first"; "last" among
+  by time: each matching memory yields to every matching memory nearer the asked end (newest
+  first for latest, oldest first for earliest). The *subject* is the memories about the focus
+  when one is in focus, else those bound to the user (a request with a ``user_id`` or a
+  customer anchor) or to the user's entities; a request with neither has no subject, and the
+  rule does not apply (an ordinal inside a story — "his first tournament" — is not an order of
+  records). Of those, the ones sharing a word with the question's subject (its content words
+  without the ordinal and time words) when any do. The *matching* memories are the subject's
+  memories of the fact type of its most relevant one (the kind of record asked about: views,
+  orders, complaints) at least ``ORDINAL_SHARE`` (a third) as relevant as it. Any other memory
+  that shares no word with the question's subject yields to the matching ones. Words compare
+  by their stems ("rented" and "rent"). Why: decay alone cannot answer "first"; "last" among
   records of one kind is a question of time, not of wording (the user's view of last week is
   "the headphones I looked at last time", however much closer an older view's text is to the
   question); and a fresh record with no word of the question (a shipment for "the earbuds I
