@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memstream.services.domain.arbitration import ArbitrationRules, arbitrate, disagree
+from memstream.services.domain.authority import AuthorityTable
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, ScoredResult, Scores
-from memstream.services.domain.trust import AuthorityTable
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 AUTHORITY = AuthorityTable()

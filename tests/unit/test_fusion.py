@@ -16,12 +16,12 @@ from memstream.services.domain.fusion import (
     final_score,
     fuse,
     fusion_weights,
-    query_features,
     rrf,
     scale_to_unit,
 )
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import RetrievalRequest
+from memstream.services.domain.reading import read_question
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 unit = st.floats(min_value=0.0, max_value=1.0)
@@ -32,7 +32,8 @@ def request(query: str, **fields: object) -> RetrievalRequest:
 
 
 def weights_for(query: str, **fields: object) -> FusionWeights:
-    return fusion_weights(request(query, **fields), query_features(query))
+    asked = request(query, **fields)
+    return fusion_weights(asked, read_question(asked))
 
 
 # --- rrf -------------------------------------------------------------------------------------
@@ -105,15 +106,13 @@ def test_exact_attributes_make_the_keyword_weight_grow_with_their_count() -> Non
     assert three.vector == pytest.approx(0.2)
 
 
-def test_vague_anaphora_makes_the_vector_weight_grow_and_binds_active_entities() -> None:
+def test_vague_anaphora_makes_the_vector_weight_grow() -> None:
     active = (Anchor("product", "XR-500"),)
     weights = weights_for("is that one waterproof?", active_entities=active)
     assert weights.vector > DEFAULT_WEIGHTS.vector
-    assert weights.use_active_entities
     chinese = weights_for("它防水吗", active_entities=active)
     assert chinese.vector == pytest.approx(weights.vector)
-    assert chinese.use_active_entities
-    assert not weights_for("is that one waterproof?").use_active_entities  # nothing to bind
+    assert weights_for("is that one waterproof?").vector == pytest.approx(weights.vector)
 
 
 def test_fusion_weights_refuse_nonsense() -> None:

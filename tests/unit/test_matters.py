@@ -8,15 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstream.services.domain.matters import (
-    RELEVANCE_SHARE,
-    SETTLED_CAP,
-    asks_about_a_problem,
-    asks_current_state,
-)
+from memstream.services.domain.matters import RELEVANCE_SHARE, YIELD_SHARE
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, RetrievalRequest
 from memstream.services.domain.ranking import score_candidates
+from memstream.services.domain.reading import asks_about_a_problem, asks_current_state
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 USER = Anchor("customer", "C-7")
@@ -83,7 +79,14 @@ def test_open_case_beats_an_older_closed_case_that_shares_more_words() -> None:
     open_ = matter("open", 0.45, "open", age=timedelta(days=5))
     ranked = score_candidates(ask("is my case still open?"), [closed, open_], NOW)
     assert [r.candidate.version_id for r in ranked] == ["open", "closed"]
-    assert ranked[1].scores.final == pytest.approx(SETTLED_CAP * ranked[0].scores.final)
+    closed_final = ranked[1].scores.final
+    assert closed_final == pytest.approx(
+        YIELD_SHARE
+        * ranked[0].scores.final
+        * (1 + ranked[1].scores.final / ranked[1].factors[0][1])
+        / 2
+    )
+    assert [name for name, _ in ranked[1].factors] == ["settled"]
 
 
 def test_without_a_state_phrase_relevance_and_decay_decide() -> None:
@@ -99,7 +102,7 @@ def test_another_customers_open_case_does_not_cap_mine() -> None:
     request = RetrievalRequest(request_id="r", tenant_id="t", query="is my case still open?")
     ranked = score_candidates(request, [mine, theirs], NOW)
     by_id = {r.candidate.version_id: r for r in ranked}
-    assert by_id["mine"].scores.final > SETTLED_CAP * by_id["theirs"].scores.final
+    assert by_id["mine"].scores.final > YIELD_SHARE * by_id["theirs"].scores.final
 
 
 def test_an_irrelevant_open_case_does_not_bury_the_one_asked_about() -> None:
@@ -148,7 +151,7 @@ def test_settled_never_above_a_comparably_relevant_open_matter(
     by_id = {r.candidate.version_id: r for r in ranked}
     if by_id["o"].scores.fused >= RELEVANCE_SHARE * by_id["s"].scores.fused:
         assert ranked[0].candidate.version_id == "o"
-        assert by_id["s"].scores.final <= SETTLED_CAP * by_id["o"].scores.final + 1e-12
+        assert by_id["s"].scores.final <= YIELD_SHARE * by_id["o"].scores.final + 1e-12
 
 
 @pytest.mark.parametrize(

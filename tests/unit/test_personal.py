@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from memstream.services.domain.lexicon import about_the_speaker
 from memstream.services.domain.model import Anchor
-from memstream.services.domain.personal import PERSONAL_RELEVANCE_SHARE, is_personal
+from memstream.services.domain.personal import PERSONAL_RELEVANCE_SHARE
 from memstream.services.domain.query import Candidate, RetrievalRequest
 from memstream.services.domain.ranking import score_candidates
+from memstream.services.domain.reading import read_question
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -82,7 +83,8 @@ def test_about_the_speaker(query: str, personal: bool) -> None:
 
 
 def test_no_user_id_is_never_personal() -> None:
-    assert not is_personal(ask("what did I buy?", user=None))
+    assert not read_question(ask("what did I buy?", user=None)).personal
+    assert read_question(ask("what did I buy?")).personal
 
 
 def test_the_users_view_beats_a_fresher_more_similar_catalogue_page() -> None:
@@ -116,7 +118,7 @@ def test_a_general_question_ranks_as_before() -> None:
     results = score_candidates(ask("can I return a blender after 30 days?"), [mine, policy], NOW)
     assert results[0].candidate.version_id == "policy"
     assert {r.binding_kind for r in results} == {"exact", "neutral"}
-    assert all(r.precedence == 0 for r in results)
+    assert all(r.factors == () for r in results)
 
 
 def test_an_irrelevant_user_memory_does_not_push_a_relevant_page_down() -> None:

@@ -9,16 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memstream.services.domain.authority import DEFAULT_AUTHORITY, UNKNOWN_AUTHORITY, AuthorityTable
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
 from memstream.services.domain.text import agreement, tokens
 from memstream.services.domain.trust import (
-    DEFAULT_AUTHORITY,
     RECENCY_FLOOR,
     TRUST_FLOOR,
-    UNKNOWN_AUTHORITY,
-    AuthorityTable,
     StateRules,
     TrustComponents,
     TrustProfile,

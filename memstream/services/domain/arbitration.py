@@ -26,8 +26,9 @@ the same, and source authority must settle it.
 The winner of a conflict is the result with the higher source authority, then the more recent
 ``occurred_at``, then (for determinism) the smaller version_id. Every result that loses at least
 one conflict has its final score multiplied once by ``demotion`` (default 0.5: it stays visible
-as evidence of the disagreement but falls below comparable undisputed memories). Both sides list
-each other's version_id in ``conflicts_with``. Pure. Must not import any I/O library.
+as evidence of the disagreement but falls below comparable undisputed memories), recorded in its
+``factors`` as ``conflict`` (``yielding``). Both sides list each other's version_id in
+``conflicts_with``. Pure. Must not import any I/O library.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memstream.services.domain.authority import AuthorityTable
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.query import Candidate, ScoredResult
 from memstream.services.domain.text import agreement, attribute_clash
-from memstream.services.domain.trust import AuthorityTable
+from memstream.services.domain.yielding import scaled
 
 DEMOTION = 0.5
+CONFLICT = "conflict"
 LOW_OVERLAP = 0.35
 SINGLE_VALUED_FACT_TYPES = frozenset(
     {
@@ -214,8 +217,8 @@ def arbitrate(
             arbitrated.append(result)
             continue
         listed = dict.fromkeys((*result.conflicts_with, *found))
-        scores = result.scores
+        result = dataclasses.replace(result, conflicts_with=tuple(listed))
         if version_id in losers:
-            scores = dataclasses.replace(scores, final=scores.final * rules.demotion)
-        arbitrated.append(dataclasses.replace(result, conflicts_with=tuple(listed), scores=scores))
+            result = scaled(result, CONFLICT, rules.demotion)
+        arbitrated.append(result)
     return arbitrated

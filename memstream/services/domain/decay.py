@@ -19,7 +19,11 @@ from memstream.services.domain.errors import DomainError
 # Why these values: a complaint is about how the customer feels this week; a ticket lives about
 # two; an order matters for a quarter (delivery, returns, warranty questions), a return for two
 # months; stock levels change within hours and prices every couple of weeks; a product spec or an
-# official document stays true for years; forum posts and reviews age in months.
+# official document stays true for years; forum posts and reviews age in months. A catalogue
+# entry (a product or one variant of it: its colour, storage, port, model, size) describes what
+# the product *is*, which does not change while it is sold: a year, as a spec — a three-week-old
+# entry keeps 96 % of its recency, and when the catalogue changes an entry it publishes a new
+# version, which versioning (not decay) settles. Its price and stock are facts of their own.
 DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
     {
         "complaint": timedelta(days=7),
@@ -33,6 +37,13 @@ DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
         "price": timedelta(days=14),
         "product_spec": timedelta(days=365),
         "spec": timedelta(days=365),
+        "catalog": timedelta(days=365),
+        "catalogue": timedelta(days=365),
+        "catalog_entry": timedelta(days=365),
+        "product": timedelta(days=365),
+        "product_variant": timedelta(days=365),
+        "variant": timedelta(days=365),
+        "sku": timedelta(days=365),
         "official_doc": timedelta(days=730),
         "forum_post": timedelta(days=180),
         "review": timedelta(days=180),

@@ -6,7 +6,8 @@
 - ``fusion_weights``: vector / keyword / metadata weights adapted to the request: an explicit
   time window makes the metadata (time-fit) weight grow; exact attributes ("XR-500", "USB-C",
   ids, numbers, quoted strings) make the keyword weight grow with their count; vague anaphora
-  ("that one", "它") makes the vector weight grow and binds to the request's active entities.
+  ("that one", "它") makes the vector weight grow. The weights read the question once, through
+  its ``QuestionReading``; the request's active entities bind always (``ranking``).
 - ``fuse``: the weighted mean of the (clamped) scores — the relevance.
 - ``final_score``: **final = relevance^(1−α) · trust^α** (α from the tenant's ``TrustProfile``,
   default 0.5). Chosen over a weighted sum because it is a product: a memory must be both
@@ -24,18 +25,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memstream.services.domain.errors import DomainError
-from memstream.services.domain.lexicon import ANAPHORA, TIME_WORD, exact_terms, find_cues
+from memstream.services.domain.lexicon import exact_terms
 from memstream.services.domain.query import RetrievalRequest
+from memstream.services.domain.reading import QuestionReading
 
 __all__ = [
     "DEFAULT_WEIGHTS",
     "FusionWeights",
-    "QueryFeatures",
     "exact_terms",
     "final_score",
     "fuse",
     "fusion_weights",
-    "query_features",
     "rrf",
     "scale_to_unit",
 ]
@@ -84,37 +84,12 @@ def _clamp(value: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class QueryFeatures:
-    exact_terms: tuple[str, ...] = ()
-    anaphora: tuple[str, ...] = ()
-    time_words: tuple[str, ...] = ()
-
-    @property
-    def vague(self) -> bool:
-        """Anaphora with nothing exact to hold on to ("is that one waterproof?")."""
-        return bool(self.anaphora) and not self.exact_terms
-
-
-def query_features(query: str) -> QueryFeatures:
-    cues = find_cues(query)
-    return QueryFeatures(
-        exact_terms=exact_terms(query),
-        anaphora=tuple(cue.text for cue in cues if cue.kind == ANAPHORA),
-        time_words=tuple(cue.text for cue in cues if cue.kind == TIME_WORD),
-    )
-
-
-@dataclass(frozen=True, slots=True)
 class FusionWeights:
-    """Weights of the vector, keyword and metadata (time-fit) scores; they sum to 1.
-
-    ``use_active_entities``: bind memories to the request's active entities too (anaphora).
-    """
+    """Weights of the vector, keyword and metadata (time-fit) scores; they sum to 1."""
 
     vector: float = 0.6
     keyword: float = 0.4
     metadata: float = 0.0
-    use_active_entities: bool = False
 
     def __post_init__(self) -> None:
         parts = (self.vector, self.keyword, self.metadata)
@@ -133,18 +108,18 @@ VAGUE_KEYWORD = 0.25
 TIME_WINDOW_METADATA = 0.3
 
 
-def fusion_weights(request: RetrievalRequest, features: QueryFeatures) -> FusionWeights:
+def fusion_weights(request: RetrievalRequest, reading: QuestionReading) -> FusionWeights:
     """Weights for this request, from the defaults (vector 0.6, keyword 0.4, metadata 0):
 
     - n exact terms → keyword share ``min(0.8, 0.4 + 0.15·n)`` (exact ids are what full text
       matches and embeddings blur);
-    - vague anaphora (no exact term) → keyword share 0.25, and the active entities bind;
+    - vague anaphora (no exact term) → keyword share 0.25;
     - explicit time window → metadata share 0.3, the others scaled into the remaining 0.7.
     """
     keyword = DEFAULT_WEIGHTS.keyword
-    if features.exact_terms:
-        keyword = min(MAX_KEYWORD, keyword + KEYWORD_PER_EXACT_TERM * len(features.exact_terms))
-    elif features.vague:
+    if reading.exact_terms:
+        keyword = min(MAX_KEYWORD, keyword + KEYWORD_PER_EXACT_TERM * len(reading.exact_terms))
+    elif reading.vague:
         keyword = VAGUE_KEYWORD
     metadata = TIME_WINDOW_METADATA if request.time_window is not None else 0.0
     rest = 1.0 - metadata
@@ -152,7 +127,6 @@ def fusion_weights(request: RetrievalRequest, features: QueryFeatures) -> Fusion
         vector=(1.0 - keyword) * rest,
         keyword=keyword * rest,
         metadata=metadata,
-        use_active_entities=bool(features.anaphora) and bool(request.active_entities),
     )
 
 

@@ -65,13 +65,10 @@ from memstream.services.domain.lexicon import (
     INSTRUCTION,
     POSSESSIVE,
     Cue,
-    about_the_speaker,
-    about_the_user,
-    chatter,
     content_terms,
-    find_cues,
 )
 from memstream.services.domain.query import PERSON_ANCHOR_TYPES, RetrievalRequest
+from memstream.services.domain.reading import QuestionReading, read_question
 
 HIGH_LOAD = 0.9
 # Cosine similarity (the bundled MiniLM) of the question and its nearest memory above which a
@@ -237,26 +234,28 @@ def gate(
     load: float = 0.0,
     evidence: MemoryEvidence | None = None,
     own: OwnEvidence | None = None,
+    reading: QuestionReading | None = None,
 ) -> GateDecision:
     """Decide whether to answer from memory (see the module docstring for the order).
 
     ``load`` is the service's load in [0, 1]. A question that needs a look at memory comes
     back with ``probe`` set (and ``needs_memory`` false) until ``own`` (the asker's own
-    memories) answers it or ``evidence`` (the tenant's) is given.
+    memories) answers it or ``evidence`` (the tenant's) is given. ``reading`` is the question
+    read once at the entry (``reading.read_question``; read here when absent).
     """
     if request.force:
         return GateDecision(True, "forced")
-    talk = chatter(request.query)
-    text_cues = tuple(_in_form(cue, talk) for cue in find_cues(request.query))
+    if reading is None:
+        reading = read_question(request)
+    talk = reading.talk
+    text_cues = tuple(_in_form(cue, talk) for cue in reading.cues)
     context = _request_cues(request, now)
     strong = [cue for cue in (*text_cues, *context) if cue.strong]
     if strong:
         return GateDecision(True, strong[0].describe())
     if talk is not None and not any(cue.kind == POSSESSIVE for cue in text_cues):
         return _skip(f"{talk[0]} '{talk[1]}'")
-    if request.user_id is not None and (
-        about_the_speaker(request.query) or about_the_user(request.query)
-    ):
+    if request.user_id is not None and (reading.about_speaker or reading.about_user):
         return GateDecision(True, f"about the user {request.user_id!r}")
     weak = [*text_cues, *context]
     if load >= HIGH_LOAD:

@@ -1,9 +1,9 @@
 """Personal questions: the asking user's own memories come before memories about no one.
 
 A request is *personal* when it carries a ``user_id`` and its query is about the speaker
-(``lexicon.about_the_speaker``: "what did I buy?", "the jug I looked at", "my complaint",
-"我上次买的"; not "can I pay by card?" or "tell me about the XR-500", which ask for general
-information). In a personal request:
+(``QuestionReading.personal``, from ``lexicon.about_the_speaker``: "what did I buy?", "the jug
+I looked at", "my complaint", "我上次买的"; not "can I pay by card?" or "tell me about the
+XR-500", which ask for general information). In a personal request:
 
 - a memory bound to the user (binding ``exact`` or ``fuzzy``) keeps its binding;
 - a memory bound to no one of the request's kinds but anchored to an entity that one of the
@@ -12,17 +12,20 @@ information). In a personal request:
   scored before: it is about the user's thing, not the user);
 - any other memory bound to no one (a catalogue, FAQ or policy page about nothing of the
   user's) is ``unbound``: score 0.01 (the trust floor) instead of 0.5;
-- **precedence**: a memory bound to the user or to the user's entities whose relevance is at
-  least ``PERSONAL_RELEVANCE_SHARE`` (half) of the best relevance among the candidates ranks
-  above every unbound memory, whatever their final scores; within each tier, final decides.
+- **the person first** (``person_first``): an unbound memory never ranks above a memory bound
+  to the user or to the user's entities that is at least ``RELEVANCE_SHARE`` (half) as
+  relevant as itself: it *yields* to them (``yielding``: its final is brought just below the
+  lowest of theirs, recorded in its ``factors`` as ``personal``). Memories bound to the user
+  are ordered among themselves by their finals alone: a fresh view of the user's headphones
+  that is half as relevant as a three-year-old one still ranks first when decay says so.
 
-Why a precedence and not only a lower binding score: an unbound page can be fresher, from a
-more authoritative source and share more words with the question than the user's own record
-(a clickstream event, authority 0.5, against a catalogue page, 0.95); no fixed weight keeps
-the person first in every such mix. Why the relevance share: a user memory that has little to
-do with the question (half as relevant as the best candidate, or less) must not push a
-relevant page down merely for being the user's. A reader checks the rule on a reply with each
-result's ``binding_kind`` and ``scores.fused``.
+Why a rule and not only a lower binding score: an unbound page can be fresher, from a more
+authoritative source and share more words with the question than the user's own record (a
+clickstream event, authority 0.5, against a catalogue page, 0.95); no fixed weight keeps the
+person first in every such mix. Why the relevance share: a user memory that has little to do
+with the question (half as relevant as the page, or less) must not push a relevant page down
+merely for being the user's. A reader checks the rule on a reply with each result's
+``binding_kind``, ``scores.fused`` and ``scores.final``; the served order is the finals' order.
 Pure. Must not import any I/O library.
 """
 
@@ -30,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from memstream.services.domain.lexicon import about_the_speaker
 from memstream.services.domain.model import Anchor
-from memstream.services.domain.query import USER_ANCHOR_TYPE, Candidate, RetrievalRequest
+from memstream.services.domain.query import USER_ANCHOR_TYPE, Candidate, ScoredResult
 from memstream.services.domain.trust import TRUST_FLOOR, Binding
+from memstream.services.domain.yielding import RELEVANCE_SHARE, yield_to
 
-PERSONAL_RELEVANCE_SHARE = 0.5
+PERSONAL_RELEVANCE_SHARE = RELEVANCE_SHARE
+PERSONAL = "personal"
 USERS_ENTITY = Binding("user_entity", 0.5)
 UNBOUND = Binding("unbound", TRUST_FLOOR)
 _BOUND_KINDS = frozenset({"exact", "fuzzy", USERS_ENTITY.kind})
@@ -45,11 +49,6 @@ _PERSON_TYPES = frozenset({"customer", "user"})
 def _key(anchor: Anchor) -> tuple[str, str]:
     kind = anchor.type.strip().casefold()
     return ("customer" if kind == "user" else kind), anchor.id
-
-
-def is_personal(request: RetrievalRequest) -> bool:
-    """A user_id and a question about the speaker (see the module docstring)."""
-    return request.user_id is not None and about_the_speaker(request.query)
 
 
 def user_entities(candidates: Iterable[Candidate], user_id: str) -> frozenset[tuple[str, str]]:
@@ -74,7 +73,11 @@ def personal_binding(
     return UNBOUND
 
 
-def precedence(binding_kind: str, relevance: float, best_relevance: float) -> int:
-    """1 for a memory bound to the user (or their entity) that is relevant enough, else 0."""
-    relevant = relevance >= PERSONAL_RELEVANCE_SHARE * best_relevance
-    return 1 if binding_kind in _BOUND_KINDS and relevant else 0
+def person_first(results: Sequence[ScoredResult]) -> list[ScoredResult]:
+    """The person-first rule of the module docstring (same order as given)."""
+    return yield_to(
+        results,
+        PERSONAL,
+        leads=lambda r: r.binding_kind in _BOUND_KINDS,
+        yields=lambda r: r.binding_kind == UNBOUND.kind,
+    )

@@ -153,8 +153,9 @@ class ScoredResult:
     """A candidate with its scores, the version_ids it conflicts with, and its rendered block.
 
     ``binding_kind`` names how it binds to the request (``trust.entity_binding``, and in a
-    personal request ``personal.personal_binding``); ``precedence`` is its tier (results sort
-    by precedence, then final: see ``personal``).
+    personal request ``personal.personal_binding``). ``factors`` names each rule that moved
+    its ``final`` and the multiplier it applied (``yielding``): final = relevance^(1−α) ·
+    trust^α × their product, and results are served in the order of ``final`` alone.
     """
 
     candidate: Candidate
@@ -163,7 +164,7 @@ class ScoredResult:
     rendered: str = ""
     effective_status: str = ""
     binding_kind: str = ""
-    precedence: int = 0
+    factors: tuple[tuple[str, float], ...] = ()
 
 
 def _bad(field_name: str, detail: str) -> InvalidRequest:

@@ -10,23 +10,28 @@
    (``fusion.fusion_weights``); with a time window, the metadata score is 1 for a memory that
    occurred inside it, else 0;
 3. trust: authority, recency (half-life per fact type), entity binding (to the request's
-   anchors, plus its active entities when the query is anaphoric), state consistency and
-   cross-validation, combined by the tenant's ``TrustProfile``;
+   anchors and its focus, ``context.active_entities``, which bind as anchors do — with or
+   without an anaphor — except for an entity the question names itself), state consistency
+   and cross-validation, combined by the tenant's ``TrustProfile``;
 4. final = relevance^(1−α) · trust^α (``fusion.final_score``);
 5. in a personal request (a user_id and a question about the speaker), memories bound to no
-   one score binding 0.01, those about the user's entities 0.5, and the user's relevant
-   memories take precedence over unbound ones (``personal``);
-6. arbitration of conflicts (losers demoted);
-7. in a question about a problem ("what was wrong with my grinder?"), an entity's other
-   records are capped below its comparably relevant complaints, tickets and cases; in a
-   question about the current state ("is my case still open?"), a settled matter is capped
-   below the comparably relevant open matters of its entity and fact type (``matters``);
-8. sort by precedence then final descending, ties by version_id, keep ``request.limit``,
-   render within the budget.
+   one score binding 0.01 and those about the user's entities 0.5 (``personal``);
+6. the rules that put one memory below another, each a documented factor inside ``final``
+   and named in the result's ``factors`` (``yielding``), in this order: arbitration of
+   conflicts (the loser's final × 0.5, ``arbitration``); problem records and open matters
+   first (``matters``); the memory matching all the attributes a question names first
+   (``yielding.attributes_first``); latest / earliest by time (``yielding.by_time``); the
+   focus first (``yielding.focus_first``); the person first (``personal.person_first``);
+7. sort by final descending (ties: the more recent first, then version_id), keep
+   ``request.limit``, render within the budget. **The served order is the order of final.**
+
+The question is read once (``reading.read_question``), by the caller or here, and that reading
+is what fusion and the rules consult.
 
 Decay decides (``trust.decay_margin``): all else equal an older memory never scores higher, and
 one n half-lives older than another of the same entity and fact type needs 2^(0.2·n) times its
-relevance to outscore it under the default profile (4x at ten half-lives).
+relevance to outscore it under the default profile (4x at ten half-lives) — in the served order
+too, since that is the order of final. (An "earliest" question asks for the opposite, and says so.)
 
 Scores are evaluated at ``request.as_of`` when given (recency and state "as of then"), else at
 ``now``. Pure: ``now`` is a parameter. Must not import any I/O library.
@@ -40,28 +45,25 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memstream.services.domain.arbitration import DEFAULT_ARBITRATION, ArbitrationRules, arbitrate
+from memstream.services.domain.authority import DEFAULT_AUTHORITY, AuthorityTable
 from memstream.services.domain.decay import DEFAULT_DECAY, DecayRules, recency
-from memstream.services.domain.fusion import (
-    final_score,
-    fuse,
-    fusion_weights,
-    query_features,
-    scale_to_unit,
-)
+from memstream.services.domain.fusion import final_score, fuse, fusion_weights, scale_to_unit
 from memstream.services.domain.matters import matters_first
-from memstream.services.domain.personal import (
-    is_personal,
-    personal_binding,
-    precedence,
-    user_entities,
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.personal import person_first, personal_binding, user_entities
+from memstream.services.domain.query import (
+    PERSON_ANCHOR_TYPES,
+    Candidate,
+    RetrievalRequest,
+    ScoredResult,
+    Scores,
 )
-from memstream.services.domain.query import Candidate, RetrievalRequest, ScoredResult, Scores
+from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.render import render_all
 from memstream.services.domain.trust import (
-    DEFAULT_AUTHORITY,
     DEFAULT_PROFILE,
     DEFAULT_STATE_RULES,
-    AuthorityTable,
+    Binding,
     StateRules,
     TrustComponents,
     TrustProfile,
@@ -71,6 +73,7 @@ from memstream.services.domain.trust import (
     state_consistency,
     trust_score,
 )
+from memstream.services.domain.yielding import attributes_first, by_time, focus_first
 
 DEFAULT_RENDER_BUDGET = 8000  # characters for all blocks together (~2k tokens)
 
@@ -138,33 +141,82 @@ def _time_fit(candidate: Candidate, request: RetrievalRequest) -> float | None:
     return 1.0 if start <= candidate.occurred_at <= end else 0.0
 
 
+def _squash(identifier: str) -> str:
+    return "".join(ch for ch in identifier.casefold() if ch.isalnum())
+
+
+def _binding(
+    candidate: Candidate,
+    anchors: tuple[Anchor, ...],
+    request: RetrievalRequest,
+    reading: QuestionReading,
+) -> Binding:
+    """Binding to the request's anchors and focus together: the focus binds as anchors do, so
+    a memory about another entity of a focused kind binds ``none``, unless the question names
+    that entity itself ("and the XR-600?"): then it binds as to the anchors alone."""
+    binding = entity_binding(candidate.anchors, anchors)
+    if binding.kind == "none" and len(anchors) > len(request.anchors):
+        named = {_squash(term) for term in reading.named_ids}
+        if any(_squash(a.id) in named for a in candidate.anchors):
+            return entity_binding(candidate.anchors, request.anchors)
+    return binding
+
+
+def _ordered(
+    scored: list[ScoredResult],
+    request: RetrievalRequest,
+    reading: QuestionReading,
+    rules: RankingRules,
+) -> list[ScoredResult]:
+    """Every rule that puts one memory below another, as factors inside final (step 6)."""
+    ruled = arbitrate(scored, rules.authority, rules.arbitration)
+    ruled = matters_first(ruled, reading, rules.state)
+    ruled = attributes_first(ruled, reading)
+    user = request.user_id is not None or any(
+        a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors
+    )
+    ruled = by_time(ruled, reading, user=user)
+    ruled = focus_first(ruled, reading)
+    if reading.personal:
+        ruled = person_first(ruled)
+    return sorted(
+        ruled,
+        key=lambda r: (
+            -r.scores.final,
+            -r.candidate.occurred_at.timestamp(),
+            r.candidate.version_id,
+        ),
+    )
+
+
 def score_candidates(
     request: RetrievalRequest,
     candidates: Sequence[Candidate],
     now: datetime,
     profile: TrustProfile = DEFAULT_PROFILE,
     rules: RankingRules = DEFAULT_RULES,
+    reading: QuestionReading | None = None,
 ) -> list[ScoredResult]:
-    """Score, arbitrate, sort, limit and render ``candidates`` for ``request`` (see above)."""
+    """Score, order, limit and render ``candidates`` for ``request`` (see above)."""
     at = request.as_of if request.as_of is not None else now
     live = [c for c in merge_candidates(candidates) if _eligible(c, request)]
     if not live:
         return []
-    weights = fusion_weights(request, query_features(request.query))
-    anchors = request.anchors
-    if weights.use_active_entities:
-        anchors = (*anchors, *(a for a in request.active_entities if a not in anchors))
+    if reading is None:
+        reading = read_question(request)
+    weights = fusion_weights(request, reading)
+    anchors = (*request.anchors, *(a for a in reading.focus if a not in request.anchors))
     keyword_divisor = scale_to_unit(c.keyword_score for c in live if c.keyword_score is not None)
     # Cross-validation compares a candidate with those about the same entity and fact only.
     peers: dict[tuple[str, str, str], list[Candidate]] = {}
     for c in live:
         peers.setdefault((c.entity_type, c.entity_id, c.fact_type), []).append(c)
 
-    personal = is_personal(request) and request.user_id is not None
+    personal = reading.personal and request.user_id is not None
     entities = user_entities(live, request.user_id or "") if personal else frozenset()
-    bound: list[tuple[Candidate, str, float, float]] = []  # candidate, kind, binding, fused
+    scored: list[ScoredResult] = []
     for candidate in live:
-        binding = entity_binding(candidate.anchors, anchors)
+        binding = _binding(candidate, anchors, request, reading)
         if binding.kind == "none":
             continue  # about another entity of a kind the request names: never an answer
         if personal:
@@ -172,18 +224,11 @@ def score_candidates(
         vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
         keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         fused = fuse(vector, keyword, weights, _time_fit(candidate, request))
-        bound.append((candidate, binding.kind, binding.score, fused))
-    best = max((fused for *_, fused in bound), default=0.0)
-
-    scored: list[ScoredResult] = []
-    for candidate, kind, binding_score, fused in bound:
-        vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
-        keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         verdict = state_consistency(candidate, at, rules.state)
         components = TrustComponents(
             authority=rules.authority.authority(candidate.source_system),
             recency=matter_recency(candidate, at, rules),
-            binding=binding_score,
+            binding=binding.score,
             state=verdict.score,
             cross_validation=cross_validation(
                 candidate,
@@ -208,16 +253,10 @@ def score_candidates(
                 candidate=candidate,
                 scores=scores,
                 effective_status=verdict.effective_status,
-                binding_kind=kind,
-                precedence=precedence(kind, fused, best) if personal else 0,
+                binding_kind=binding.kind,
             )
         )
 
-    arbitrated = arbitrate(scored, rules.authority, rules.arbitration)
-    arbitrated = matters_first(arbitrated, request.query, rules.state)
-    ranked = sorted(
-        arbitrated, key=lambda r: (-r.precedence, -r.scores.final, r.candidate.version_id)
-    )
-    top = ranked[: request.limit]
+    top = _ordered(scored, request, reading, rules)[: request.limit]
     blocks = render_all(top, rules.render_budget)
     return [dataclasses.replace(r, rendered=block) for r, block in zip(top, blocks, strict=True)]

@@ -2,7 +2,7 @@
 
 Five components, each in [0, 1]:
 
-- ``authority``: the source system's standing (``AuthorityTable``, per-tenant overridable);
+- ``authority``: the source system's standing (``authority.AuthorityTable``, per tenant);
 - ``recency``: from ``decay`` (half-life per fact type);
 - ``binding``: whether the memory is about the entities the request names (``entity_binding``);
 - ``state``: whether the memory's status makes it usable for the current state of affairs
@@ -23,79 +23,11 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import NamedTuple
 
+from memstream.services.domain.authority import unit_value
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate
 from memstream.services.domain.text import agreement, attribute_clash
-
-# --- authority -------------------------------------------------------------------------------
-
-# Systems of record first, then internal knowledge, then what people say, then the open web —
-# the ladders a support team already ranks by (an internal CRM 0.95, a user's chat log 0.65, a
-# third-party forum 0.3; an official document above a press release above a user review). The
-# common spellings of one kind of source share its standing; a tenant overrides any of them.
-DEFAULT_AUTHORITIES: Mapping[str, float] = MappingProxyType(
-    {
-        "erp": 1.0,
-        "official": 0.95,
-        "official_doc": 0.95,
-        "official_document": 0.95,
-        "catalog": 0.95,
-        "catalogue": 0.95,
-        "billing": 0.95,
-        "crm": 0.9,
-        "ticketing": 0.85,
-        "wiki": 0.85,
-        "internal_wiki": 0.85,
-        "knowledge_base": 0.85,
-        "press_release": 0.7,
-        "press": 0.7,
-        "chat_log": 0.65,
-        "support_chat": 0.6,
-        "email": 0.6,
-        "user_input": 0.6,
-        "browsing": 0.5,
-        "clickstream": 0.5,
-        "user_review": 0.4,
-        "review": 0.4,
-        "forum": 0.3,
-        "third_party": 0.3,
-        "web": 0.3,
-    }
-)
-UNKNOWN_AUTHORITY = 0.5
-
-
-def _unit(name: str, value: float) -> float:
-    if not 0.0 <= value <= 1.0:
-        raise DomainError(f"{name} must lie in [0, 1], got {value}")
-    return float(value)
-
-
-@dataclass(frozen=True, slots=True)
-class AuthorityTable:
-    """Authority in [0, 1] per source system (case-insensitive); ``unknown`` for the rest."""
-
-    authorities: Mapping[str, float] = field(default_factory=lambda: DEFAULT_AUTHORITIES)
-    unknown: float = UNKNOWN_AUTHORITY
-
-    def __post_init__(self) -> None:
-        table = {k.casefold(): _unit(f"authority of {k!r}", v) for k, v in self.authorities.items()}
-        object.__setattr__(self, "authorities", MappingProxyType(table))
-        _unit("unknown authority", self.unknown)
-
-    def authority(self, source_system: str) -> float:
-        return self.authorities.get(source_system.casefold(), self.unknown)
-
-    def merged(self, overrides: Mapping[str, float]) -> AuthorityTable:
-        """A tenant's table: this one with ``overrides`` taking precedence."""
-        table = dict(self.authorities)
-        table.update({k.casefold(): v for k, v in overrides.items()})
-        return AuthorityTable(table, self.unknown)
-
-
-DEFAULT_AUTHORITY = AuthorityTable()
-
 
 # --- entity binding --------------------------------------------------------------------------
 
@@ -336,7 +268,7 @@ class TrustProfile:
         weights = (self.authority, self.recency, self.binding, self.state, self.cross_validation)
         if any(w < 0 for w in weights) or sum(weights) <= 0:
             raise DomainError(f"trust weights must be ≥ 0 with a positive sum, got {weights}")
-        _unit("alpha", self.alpha)
+        unit_value("alpha", self.alpha)
 
 
 DEFAULT_PROFILE = TrustProfile()

@@ -41,6 +41,7 @@ from memstream.services.domain.query import (
     validate_request,
 )
 from memstream.services.domain.ranking import DEFAULT_RULES, RankingRules, score_candidates
+from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.trust import DEFAULT_PROFILE, TrustProfile, entity_binding
 from memstream.services.ports import (
     Cache,
@@ -295,7 +296,8 @@ class Retriever:
                 now,
             )
         timer.lap("validate")
-        decision = gate(request, now, self.load)
+        reading = read_question(request)  # the question is read once, here
+        decision = gate(request, now, self.load, reading=reading)
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:
             return self._skipped(request_id, decision.reason, timer, now)
@@ -315,12 +317,13 @@ class Retriever:
             # or one of them close), then what the retrieval found in the tenant's.
             own = await self._own_evidence(request)
             if own is not None:
-                decision = gate(request, now, self.load, own=own)
+                decision = gate(request, now, self.load, own=own, reading=reading)
                 timer.lap("gate_own")
-        results = await self._search(request, now, timer)
+        results = await self._search(request, reading, now, timer)
         if decision.probe:
             found = ((r.scores.vector, r.candidate.content) for r in results)
-            decision = gate(request, now, self.load, evidence_from(request.query, found), own)
+            evidence = evidence_from(request.query, found)
+            decision = gate(request, now, self.load, evidence, own, reading=reading)
             timer.lap("gate_evidence")
             if not decision.needs_memory:
                 return self._skipped(request_id, decision.reason, timer, now)
@@ -461,7 +464,7 @@ class Retriever:
             vector_scores.setdefault(hit.id, hit.score)
 
     async def _search(
-        self, request: RetrievalRequest, now: datetime, timer: _Clock
+        self, request: RetrievalRequest, reading: QuestionReading, now: datetime, timer: _Clock
     ) -> list[ScoredResult]:
         cfg = self._config
         tenant = request.tenant_id
@@ -515,6 +518,8 @@ class Retriever:
         profile = await self._profiles(tenant)
         # A transaction-time question is scored with the clock of that moment (as it was asked).
         scored_at = request.known_at if request.known_at is not None else now
-        results = score_candidates(request, candidates, scored_at, profile.trust, profile.rules)
+        results = score_candidates(
+            request, candidates, scored_at, profile.trust, profile.rules, reading
+        )
         timer.lap("rank")
         return results

@@ -1,0 +1,350 @@
+"""Reading a question once: what it asks about, made at the entry of the read path.
+
+``read_question(request)`` returns a ``QuestionReading``: the question's cues (``lexicon``), its
+exact terms, whether it asks about the speaker (``personal``) or names "the user", what form of
+talk it is (small talk, arithmetic, an instruction), the attributes it names (colour, capacity
+or storage, port, model, size; ``attributes_in``), an ordinal ("the last …", "first", "上次",
+"第一次": ``ordinal``), whether it asks how a matter stands now or what went wrong, the focus the
+conversation gives (``context.active_entities`` and ``active_task``) and the ids it names. The
+gate, fusion and ranking read this value; none of them scans the question's text again.
+
+``period`` is the valid-time window [from, to] the question names, when a period reader fills
+it (explicit dates, months, years, relative periods); ``read_question`` leaves it empty.
+
+Ordinals (English and Chinese), whole words, case-insensitive:
+
+- **latest**: "latest", "most recent(ly)", "newest", "last time", "the / my / our last …" and
+  "when did I last …" ("last" followed by a period — "last week", "last March" — names a period,
+  not an ordinal; "does the battery last" is a verb), "上次", "上一次", "最近一次", "最后一次",
+  "最新", "最近";
+- **earliest**: "first" (not "first of all", "first aid", "first class", "first place", nor
+  "first half / quarter / week …", which name a period), "earliest", "oldest", "originally",
+  "initially", "第一次", "第一个", "首次", "最早", "最初", "头一次".
+
+Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from memstream.services.domain.lexicon import (
+    ANAPHORA,
+    ENTITY_ID,
+    TIME_WORD,
+    Cue,
+    about_the_speaker,
+    about_the_user,
+    chatter,
+    content_terms,
+    exact_terms,
+    find_cues,
+)
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import RetrievalRequest
+
+LATEST = "latest"
+EARLIEST = "earliest"
+
+# Words after "last" / "first" that make a period of it ("last week", "first quarter").
+_PERIOD_WORDS = (
+    "week weeks weekend month months year years night morning evening day days quarter half "
+    "spring summer autumn fall winter season decade century hour hours minute minutes few "
+    "couple monday tuesday wednesday thursday friday saturday sunday january february march "
+    "april may june july august september october november december jan feb mar apr jun jul "
+    "aug sep sept oct nov dec"
+)
+_PERIOD = "|".join(_PERIOD_WORDS.split())
+_LATEST_EN = re.compile(
+    r"(?<![a-z0-9])(?:latest|most\s+recent(?:ly)?|newest|last\s+time"
+    rf"|(?:the|my|our|your|his|her|their)\s+(?:very\s+)?last(?!\s+(?:{_PERIOD})(?![a-z]))"
+    rf"|(?:i|we|you|he|she|they)\s+last(?=\s+[a-z])(?!\s+(?:{_PERIOD})(?![a-z]))"
+    r")(?![a-z0-9])",
+    re.IGNORECASE,
+)
+_EARLIEST_EN = re.compile(
+    r"(?<![a-z0-9])(?:earliest|oldest|originally|initially|very\s+first"
+    rf"|first(?!\s+(?:of\s+all|aid|class|name|person|hand|place|prize|round|floor|{_PERIOD})"
+    r"(?![a-z]))(?!-))"
+    r"(?![a-z0-9])",
+    re.IGNORECASE,
+)
+_LATEST_ZH = ("上次", "上一次", "最近一次", "最后一次", "最新", "最近")
+_EARLIEST_ZH = ("第一次", "第一个", "第一款", "第一单", "首次", "最早", "最初", "头一次")
+
+
+def ordinal_in(text: str) -> str | None:
+    """``LATEST``, ``EARLIEST`` or None: the ordinal a question asks by (module docstring).
+
+    When a question holds both ("the first thing I bought last time"), the first one named wins.
+    """
+    found: list[tuple[int, str]] = []
+    for pattern, kind in ((_LATEST_EN, LATEST), (_EARLIEST_EN, EARLIEST)):
+        match = pattern.search(text)
+        if match is not None:
+            found.append((match.start(), kind))
+    for phrases, kind in ((_LATEST_ZH, LATEST), (_EARLIEST_ZH, EARLIEST)):
+        positions = [text.find(p) for p in phrases if p in text]
+        if positions:
+            found.append((min(positions), kind))
+    return min(found)[1] if found else None
+
+
+# --- attributes ------------------------------------------------------------------------------
+
+# Colours, each with its Chinese name: a question in one language names a record in the other.
+_COLOURS = {
+    "black": "黑色",
+    "white": "白色",
+    "red": "红色",
+    "blue": "蓝色",
+    "green": "绿色",
+    "yellow": "黄色",
+    "orange": "橙色",
+    "purple": "紫色",
+    "pink": "粉色",
+    "grey": "灰色",
+    "silver": "银色",
+    "gold": "金色",
+    "brown": "棕色",
+    "navy": "藏青色",
+    "beige": "米色",
+}
+_COLOUR_ALIASES = {"gray": "grey"}
+_COLOUR_EN = re.compile(
+    rf"(?<![a-z])({'|'.join([*_COLOURS, *_COLOUR_ALIASES])})(?![a-z])", re.IGNORECASE
+)
+# Ports and connectors; "Type-C" is how USB-C is also called.
+_PORTS = (
+    (re.compile(r"(?<![a-z0-9])(?:usb[\s-]?c|type[\s-]?c)(?![a-z0-9])", re.IGNORECASE), "usb-c"),
+    (re.compile(r"(?<![a-z0-9])micro[\s-]?usb(?![a-z0-9])", re.IGNORECASE), "micro-usb"),
+    (re.compile(r"(?<![a-z0-9])usb[\s-]?a(?![a-z0-9])", re.IGNORECASE), "usb-a"),
+    (re.compile(r"(?<![a-z0-9])lightning(?![a-z0-9])", re.IGNORECASE), "lightning"),
+    (re.compile(r"(?<![a-z0-9])hdmi(?![a-z0-9])", re.IGNORECASE), "hdmi"),
+    (re.compile(r"(?<![a-z0-9])thunderbolt(?![a-z0-9])", re.IGNORECASE), "thunderbolt"),
+    (re.compile(r"(?<![a-z0-9])magsafe(?![a-z0-9])", re.IGNORECASE), "magsafe"),
+)
+# A quantity with a unit: storage, capacity, power, size ("256GB", "256 GB", "10000mAh", "15寸").
+_UNITS = {
+    "gb": "gb",
+    "tb": "tb",
+    "mb": "mb",
+    "mah": "mah",
+    "wh": "wh",
+    "w": "w",
+    "mm": "mm",
+    "cm": "cm",
+    "inch": "inch",
+    "inches": "inch",
+    '"': "inch",
+    "英寸": "inch",
+    "寸": "inch",
+    "ml": "ml",
+    "kg": "kg",
+}
+# "256G" is how storage is often written (in Chinese above all): G alone means gigabytes for
+# the storage sizes, and grams otherwise ("500g").
+_STORAGE_SIZES = frozenset({"8", "16", "32", "64", "128", "256", "512", "1024"})
+_QUANTITY = re.compile(
+    r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*-?\s*(mah|gb|tb|mb|wh|mm|cm|inches|inch|ml|kg|g|w|\"|英寸|寸)"
+    r"(?![a-z0-9])",
+    re.IGNORECASE,
+)
+# A model or id: letters and digits mixed ("XR-500", "S24", "WH-1000XM5").
+_MODEL = re.compile(
+    r"(?<![A-Za-z0-9])(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*"
+    r"(?![A-Za-z0-9])"
+)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def attributes_in(text: str) -> frozenset[str]:
+    """The attributes a text names, canonical so that a question and a record compare: colour
+    (``colour:blue`` for "blue", "Blue" or "蓝色"), port (``port:usb-c`` for "USB-C", "usb c",
+    "Type-C"), quantity with its unit (``qty:256gb`` for "256GB", "256 GB"), model or id
+    (``model:xr500`` for "XR-500", "xr500"; a quantity is not also a model)."""
+    found: set[str] = set()
+    for match in _COLOUR_EN.finditer(text):
+        word = match.group(1).casefold()
+        found.add(f"colour:{_COLOUR_ALIASES.get(word, word)}")
+    for english, chinese in _COLOURS.items():
+        if chinese in text or (len(chinese) == 3 and chinese[:2] in text):
+            found.add(f"colour:{english}")
+    for pattern, name in _PORTS:
+        if pattern.search(text):
+            found.add(f"port:{name}")
+    quantities: set[str] = set()
+    for value, unit in _QUANTITY.findall(text):
+        unit = unit.casefold()
+        storage = value in _STORAGE_SIZES
+        canonical = ("gb" if storage else "g") if unit == "g" else _UNITS[unit]
+        found.add(f"qty:{value}{canonical}")
+        quantities.add(f"{value}{unit}".casefold())
+    for match in _MODEL.finditer(text):
+        token = match.group(0)
+        squashed = _squash(token)
+        if squashed in quantities or re.fullmatch(r"\d+(?:\.\d+)?[a-z]{1,3}", squashed):
+            continue  # a quantity ("256GB", "5G"), not a model
+        if re.fullmatch(r"(?:usb|type)c?|usba|microusb", squashed):
+            continue
+        found.add(f"model:{squashed}")
+    return frozenset(found)
+
+
+# --- questions about matters -----------------------------------------------------------------
+
+
+def _whole_phrases(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of ``phrases`` as whole words, any spacing, case-insensitive."""
+    body = "|".join(r"\s+".join(re.escape(w) for w in p.split()) for p in phrases)
+    return re.compile(rf"(?<![a-z0-9])(?:{body})(?![a-z0-9])", re.IGNORECASE)
+
+
+# Phrases that ask how something stands now ("is my case still open?", "进展如何").
+_CURRENT_STATE_EN = _whole_phrases(
+    (
+        "still",
+        "status",
+        "any news",
+        "any update",
+        "any updates",
+        "an update",
+        "update on",
+        "progress",
+        "happening with",
+        "going on with",
+        "open",
+        "pending",
+        "ongoing",
+        "outstanding",
+        "yet",
+        "currently",
+        "right now",
+        "so far",
+    )
+)
+_CURRENT_STATE_ZH = (
+    "还",
+    "状态",
+    "进展",
+    "进度",
+    "怎么样了",
+    "现在",
+    "目前",
+    "处理好",
+    "解决了吗",
+    "好了吗",
+)
+# Phrases that ask what went wrong ("what was wrong with my grinder?", "出了什么问题").
+_PROBLEM_EN = _whole_phrases(
+    (
+        "wrong",
+        "problem",
+        "problems",
+        "issue",
+        "issues",
+        "broken",
+        "broke",
+        "faulty",
+        "fault",
+        "defect",
+        "defective",
+        "damaged",
+        "not working",
+        "stopped working",
+        "complaint",
+        "complaints",
+        "complain",
+        "complained",
+        "error",
+    )
+)
+_PROBLEM_ZH = ("问题", "坏了", "故障", "投诉", "毛病", "不能用", "出错")
+
+
+def asks_current_state(query: str) -> bool:
+    """Whether the query asks how a matter stands now (see ``matters``)."""
+    return bool(_CURRENT_STATE_EN.search(query)) or any(p in query for p in _CURRENT_STATE_ZH)
+
+
+def asks_about_a_problem(query: str) -> bool:
+    """Whether the query asks what went wrong (see ``matters``)."""
+    return bool(_PROBLEM_EN.search(query)) or any(p in query for p in _PROBLEM_ZH)
+
+
+# --- the reading -----------------------------------------------------------------------------
+
+
+def _without_ordinals(text: str) -> str:
+    """The text without its ordinal and time words: what is left names the subject."""
+    text = _LATEST_EN.sub(" ", _EARLIEST_EN.sub(" ", text))
+    for phrase in (*_LATEST_ZH, *_EARLIEST_ZH):
+        text = text.replace(phrase, " ")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionReading:
+    """What one question asks about (see the module docstring). Made by ``read_question``."""
+
+    text: str
+    cues: tuple[Cue, ...] = ()
+    exact_terms: tuple[str, ...] = ()
+    talk: tuple[str, str] | None = None
+    about_speaker: bool = False
+    about_user: bool = False
+    personal: bool = False
+    attributes: frozenset[str] = frozenset()
+    ordinal: str | None = None
+    current_state: bool = False
+    problem: bool = False
+    focus: tuple[Anchor, ...] = ()
+    active_task: str | None = None
+    named_ids: tuple[str, ...] = ()
+    terms: frozenset[str] = frozenset()
+    subject_terms: frozenset[str] = frozenset()
+    period: tuple[datetime, datetime] | None = None
+    period_text: str = ""
+
+    @property
+    def anaphora(self) -> tuple[str, ...]:
+        return tuple(cue.text for cue in self.cues if cue.kind == ANAPHORA)
+
+    @property
+    def time_words(self) -> tuple[str, ...]:
+        return tuple(cue.text for cue in self.cues if cue.kind == TIME_WORD)
+
+    @property
+    def vague(self) -> bool:
+        """Anaphora with nothing exact to hold on to ("is that one waterproof?")."""
+        return bool(self.anaphora) and not self.exact_terms
+
+
+def read_question(request: RetrievalRequest) -> QuestionReading:
+    """Read ``request``'s question and context once (see the module docstring)."""
+    text = request.query
+    cues = find_cues(text)
+    speaker = about_the_speaker(text)
+    return QuestionReading(
+        text=text,
+        cues=cues,
+        exact_terms=exact_terms(text),
+        talk=chatter(text),
+        about_speaker=speaker,
+        about_user=about_the_user(text),
+        personal=speaker and request.user_id is not None,
+        attributes=attributes_in(text),
+        ordinal=ordinal_in(text),
+        current_state=asks_current_state(text),
+        problem=asks_about_a_problem(text),
+        focus=request.active_entities,
+        active_task=request.active_task,
+        named_ids=tuple(cue.text for cue in cues if cue.kind == ENTITY_ID),
+        terms=content_terms(text),
+        subject_terms=content_terms(_without_ordinals(text)),
+    )

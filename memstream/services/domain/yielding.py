@@ -1,0 +1,318 @@
+"""Yielding: the rules that put one memory below another, each a factor inside ``final``.
+
+A reply is served in the order of its ``final`` scores and nothing else, so every rule that
+orders results beyond relevance and trust acts on ``final`` and says so in the result's
+``factors`` (name → the multiplier it applied; ``final`` = relevance^(1−α) · trust^α × the
+product of the factors). Two shapes:
+
+- a **factor**: ``final`` times a constant (arbitration's demotion of a conflict's loser, 0.5);
+- a **yield**: a memory that must not rank above some others (its *leaders*) is brought to
+  ``YIELD_SHARE`` (0.9) × the lowest leader's final × (1 + its own final) / 2, when it stood
+  higher. Below every leader, and in the same order among the memories that yield to the same
+  leaders as their finals before (so decay still orders them: all else equal, the older one
+  never ranks higher). A leader counts only when it is at least ``RELEVANCE_SHARE`` (half) as
+  relevant as the memory that yields to it: a leader that has little to do with the question
+  must not push a relevant memory down.
+
+The rules here (the personal rule is in ``personal``, the matters rules in ``matters``):
+
+- **attributes** (``attributes_first``): a question that names two or more attributes (colour,
+  storage or capacity, port, model, size: ``reading.attributes_in``; or any value of a
+  candidate's attributes, as whole words: "obsidian" for ``colour: Obsidian``) — a memory
+  that matches fewer of them (in its text or its attribute values) never ranks above one that
+  matches the most (at least two). Why: "the blue
+  256 GB one with USB-C" is answered by the one record that has all three; a fresher variant
+  with two of them is another product, and a catalogue's variants differ in exactly these.
+- **focus** (``focus_first``): when the conversation's context names entities in focus
+  (``context.active_entities``, an order the user is talking about), a memory about none of
+  them — not anchored to one and not naming its id — never ranks above a memory about one of
+  them, unless the question names the memory's entity itself. A memory about another entity
+  of a focused kind (another order, when an order is in focus) yields whatever its relevance;
+  any other (a page, a view) only to focused memories at least ``RELEVANCE_SHARE`` as
+  relevant as itself. Why: the follow-up "and the delivery?" does not repeat the order's
+  number, and short follow-ups are where similarity says least; the agent said which order is
+  meant, and the fresher shipment of another order is not the answer. This binds with or
+  without an anaphor.
+- **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
+  "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
+  by time: each matching memory yields to every matching memory nearer the asked end (newest
+  first for latest, oldest first for earliest). The *subject* is the memories about the focus
+  when one is in focus, else those bound to the user (a request with a ``user_id`` or a
+  customer anchor) or to the user's entities; a request with neither has no subject, and the
+  rule does not apply (an ordinal inside a story — "his first tournament" — is not an order of
+  records). Of those, the ones sharing a word with the question's subject (its content words
+  without the ordinal and time words) when any do. The *matching* memories are the subject's
+  memories of the fact type of its most relevant one (the kind of record asked about: views,
+  orders, complaints) at least ``ORDINAL_SHARE`` (a third) as relevant as it. Any other memory
+  that shares no word with the question's subject yields to the matching ones. Words compare
+  by their stems ("rented" and "rent"). Why: decay alone cannot answer "first"; "last" among
+  records of one kind is a question of time, not of wording (the user's view of last week is
+  "the headphones I looked at last time", however much closer an older view's text is to the
+  question); and a fresh record with no word of the question (a shipment for "the earbuds I
+  looked at") is not it.
+
+Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Hashable, Sequence
+
+from memstream.services.domain.lexicon import content_terms
+from memstream.services.domain.model import Anchor
+from memstream.services.domain.query import Candidate, ScoredResult
+from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading, attributes_in
+from memstream.services.domain.text import stem
+
+RELEVANCE_SHARE = 0.5
+YIELD_SHARE = 0.9
+ORDINAL_SHARE = 1 / 3
+MIN_ATTRIBUTES = 2
+
+ATTRIBUTES = "attributes"
+FOCUS = "focus"
+ORDINAL = "ordinal"
+
+_SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
+
+
+def scaled(result: ScoredResult, name: str, factor: float) -> ScoredResult:
+    """``result`` with its final multiplied by ``factor``, recorded as ``name``."""
+    scores = dataclasses.replace(result.scores, final=result.scores.final * factor)
+    return dataclasses.replace(result, scores=scores, factors=(*result.factors, (name, factor)))
+
+
+def yielded(result: ScoredResult, ceiling: float, name: str) -> ScoredResult:
+    """``result`` placed below ``ceiling`` (the lowest final of its leaders), order kept."""
+    final = result.scores.final
+    target = YIELD_SHARE * ceiling * (1.0 + final) / 2.0
+    if final <= target:
+        return result
+    return scaled(result, name, target / final if final > 0 else 0.0)
+
+
+def yield_to(
+    results: Sequence[ScoredResult],
+    name: str,
+    leads: Callable[[ScoredResult], bool],
+    yields: Callable[[ScoredResult], bool],
+    group: Callable[[ScoredResult], Hashable] = lambda r: (),
+    share: float = RELEVANCE_SHARE,
+) -> list[ScoredResult]:
+    """Each result that ``yields`` placed below the results of its group that ``leads`` and are
+    at least ``share`` (default ``RELEVANCE_SHARE``) as relevant as it (same order as given)."""
+    leaders: dict[Hashable, list[ScoredResult]] = {}
+    for result in results:
+        if leads(result):
+            leaders.setdefault(group(result), []).append(result)
+    if not leaders:
+        return list(results)
+    out: list[ScoredResult] = []
+    for result in results:
+        if yields(result):
+            finals = [
+                r.scores.final
+                for r in leaders.get(group(result), [])
+                if r is not result and r.scores.fused >= share * result.scores.fused
+            ]
+            if finals:
+                result = yielded(result, min(finals), name)
+        out.append(result)
+    return out
+
+
+# --- attributes ------------------------------------------------------------------------------
+
+
+def _described(candidate: Candidate) -> str:
+    """What a memory says about itself: its content and its attribute values."""
+    return " ".join((candidate.content, *candidate.attributes.values()))
+
+
+def _value_pattern(value: str) -> re.Pattern[str] | None:
+    """A pattern that finds an attribute value as whole words (CJK: as a substring)."""
+    words = value.split()
+    if not words or len(value) > 40:
+        return None
+    if len(value) < 3 and not re.search(r"[\u3400-\u9fff]", value):
+        return None  # "M", "xl", "2": too short to tell in running text
+    body = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![A-Za-z0-9]){body}(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _named_values(results: Sequence[ScoredResult], text: str) -> dict[str, re.Pattern[str]]:
+    """Attribute values of the candidates that the question names ("obsidian" for a phone
+    whose ``colour`` is "Obsidian"), beyond the canonical ones (``reading.attributes_in``)."""
+    named: dict[str, re.Pattern[str]] = {}
+    for result in results:
+        for key, value in result.candidate.attributes.items():
+            folded = value.strip().casefold()
+            if folded in named or key.casefold() == "id" or key.casefold().endswith("_id"):
+                continue
+            if attributes_in(value) or not content_terms(value):
+                continue  # found canonically already, or a common word ("yes", "new")
+            pattern = _value_pattern(value.strip())
+            if pattern is not None and pattern.search(text):
+                named[folded] = pattern
+    return named
+
+
+def attributes_first(
+    results: Sequence[ScoredResult], reading: QuestionReading
+) -> list[ScoredResult]:
+    """The attributes rule of the module docstring."""
+    values = _named_values(results, reading.text)
+    if len(reading.attributes) + len(values) < MIN_ATTRIBUTES:
+        return list(results)
+
+    def matches(candidate: Candidate) -> int:
+        described = _described(candidate)
+        canonical = len(reading.attributes & attributes_in(described))
+        return canonical + sum(1 for p in values.values() if p.search(described))
+
+    matched = {r.candidate.version_id: matches(r.candidate) for r in results}
+    most = max(matched.values(), default=0)
+    if most < MIN_ATTRIBUTES:
+        return list(results)
+    return yield_to(
+        results,
+        ATTRIBUTES,
+        leads=lambda r: matched[r.candidate.version_id] == most,
+        yields=lambda r: matched[r.candidate.version_id] < most,
+    )
+
+
+# --- focus -----------------------------------------------------------------------------------
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.casefold())
+
+
+def _names(candidate: Candidate, anchor: Anchor) -> bool:
+    """Whether a memory is about ``anchor``: anchored to it, an attribute holding its id, or
+    its id in the text as a whole token."""
+    wanted = _squash(anchor.id)
+    if not wanted:
+        return False
+    if any(_squash(own.id) == wanted for own in candidate.anchors):
+        return True
+    if any(_squash(value) == wanted for value in candidate.attributes.values()):
+        return True
+    pattern = rf"(?<![A-Za-z0-9]){re.escape(anchor.id.strip())}(?![A-Za-z0-9])"
+    return re.search(pattern, candidate.content, re.IGNORECASE) is not None
+
+
+def about_focus(candidate: Candidate, focus: Sequence[Anchor]) -> bool:
+    return any(_names(candidate, anchor) for anchor in focus)
+
+
+def _named_in_question(candidate: Candidate, reading: QuestionReading) -> bool:
+    named = {_squash(term) for term in reading.named_ids}
+    return any(_squash(a.id) in named for a in candidate.anchors)
+
+
+def _of_a_focused_kind(candidate: Candidate, focus: Sequence[Anchor]) -> bool:
+    kinds = {a.type.strip().casefold() for a in focus}
+    return any(a.type.strip().casefold() in kinds for a in candidate.anchors)
+
+
+def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
+    """The focus rule of the module docstring."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    if not focus:
+        return list(results)
+    bound = {r.candidate.version_id for r in results if about_focus(r.candidate, focus)}
+
+    def outside(result: ScoredResult) -> bool:
+        c = result.candidate
+        return c.version_id not in bound and not _named_in_question(c, reading)
+
+    def leads(result: ScoredResult) -> bool:
+        return result.candidate.version_id in bound
+
+    # Another order when an order is in focus: below the focused one, however it is worded.
+    out = yield_to(
+        results,
+        FOCUS,
+        leads=leads,
+        yields=lambda r: outside(r) and _of_a_focused_kind(r.candidate, focus),
+        share=0.0,
+    )
+    return yield_to(
+        out,
+        FOCUS,
+        leads=leads,
+        yields=lambda r: outside(r) and not _of_a_focused_kind(r.candidate, focus),
+    )
+
+
+# --- ordinals --------------------------------------------------------------------------------
+
+
+def _subject(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool
+) -> list[ScoredResult]:
+    """The memories whose order in time an ordinal question asks: about the focus when one is
+    in focus, else bound to the user (or to the user's entities); none without either."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    pool = [r for r in results if focus and about_focus(r.candidate, focus)]
+    if not pool and user:
+        pool = [r for r in results if r.binding_kind in _SUBJECT_KINDS]
+    return pool
+
+
+def _stems(terms: frozenset[str]) -> frozenset[str]:
+    """Terms with the stems of their parts: "rented" and "e-bike" share "rent" and "bike"."""
+    out = set(terms)
+    for term in terms:
+        out.update(stem(part) for part in re.split(r"[-_']", term) if len(part) >= 3)
+    return frozenset(out)
+
+
+def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
+    return bool(words & _stems(content_terms(_described(result.candidate))))
+
+
+def by_time(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool = True
+) -> list[ScoredResult]:
+    """The ordinal rule of the module docstring; ``user``: the request names its user."""
+    if reading.ordinal not in (LATEST, EARLIEST) or not results:
+        return list(results)
+    pool = _subject(results, reading, user)
+    if not pool:
+        return list(results)
+    words = _stems(reading.subject_terms)
+    sharing = [r for r in pool if _shares(r, words)]
+    base = sharing or pool
+    lead = max(base, key=lambda r: r.scores.fused)
+    kind = lead.candidate.fact_type.casefold()
+    matching = [
+        r
+        for r in base
+        if r.candidate.fact_type.casefold() == kind
+        and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
+    ]
+    chain = sorted(
+        matching,
+        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
+        reverse=reading.ordinal == LATEST,
+    )
+    placed: dict[str, ScoredResult] = {}
+    ceiling: float | None = None
+    for result in chain:
+        if ceiling is not None:
+            result = yielded(result, ceiling, ORDINAL)
+        placed[result.candidate.version_id] = result
+        ceiling = result.scores.final if ceiling is None else min(ceiling, result.scores.final)
+    out = [placed.get(r.candidate.version_id, r) for r in results]
+    chosen = set(placed)
+    return yield_to(
+        out,
+        ORDINAL,
+        leads=lambda r: r.candidate.version_id in chosen,
+        yields=lambda r: r.candidate.version_id not in chosen and not _shares(r, words),
+    )
