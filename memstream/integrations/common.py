@@ -24,4 +24,5 @@ def metadata(result: MemoryResult) -> dict[str, Any]:
         "trust_components": result.scores.trust_components,
         "scores": asdict(result.scores),
         "conflicts_with": list(result.conflicts_with),
+        "factors": dict(result.factors),
     }

@@ -94,10 +94,12 @@ def print_reply(reply: dict[str, Any]) -> None:
         if r["effective_status"] != r["status"]:
             status_text += f" → {r['effective_status']}"
         conflicts = f"\nconflicts with {len(r['conflicts_with'])}" if r["conflicts_with"] else ""
+        moved = r.get("factors") or {}
+        factors = "".join(f"\n{name} ×{factor:.2f}" for name, factor in moved.items())
         table.add_row(
             str(rank),
             f"{r['memory_key']} v{r['version']}\n{r['entity_type']}:{r['entity_id']}",
-            f"{s['final']:.3f}",
+            f"{s['final']:.3f}{factors}",
             f"{s['trust']:.2f} ({s['authority']:.2f}/{s['recency']:.2f}/{s['binding']:.2f}"
             f" {r['binding_kind']}/{s['state']:.2f}/{s['cross_validation']:.2f})",
             f"{r['source_system']} · {status_text}{conflicts}",

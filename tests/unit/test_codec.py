@@ -130,6 +130,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
                 },
                 "binding_kind": "exact",
                 "conflicts_with": ["v-3"],
+                "factors": {"settled": 0.42},
                 "rendered": '<memory key="complaint:C-17:delivery" version="2">…</memory>',
             }
         ],

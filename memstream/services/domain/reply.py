@@ -123,6 +123,8 @@ class MemoryResult:
     binding_kind: str
     conflicts_with: tuple[str, ...]
     rendered: str
+    # Each ranking rule that moved this result and the factor it multiplied final by.
+    factors: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> MemoryResult:
@@ -153,6 +155,7 @@ class MemoryResult:
             valid_to=_optional_moment(record.get("valid_to"), "valid_to"),
             scores=Scores.from_record(_field(record, "scores")),
             conflicts_with=tuple(str(c) for c in record.get("conflicts_with") or ()),
+            factors=_factors(record.get("factors")),
             **text,
         )
 
@@ -204,6 +207,17 @@ class RetrievalReply:
     def to_json(self) -> dict[str, Any]:
         """The reply as JSON-ready values (times as ISO-8601 strings)."""
         return _jsonable(asdict(self))  # type: ignore[no-any-return]
+
+
+def _factors(value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise MalformedReply(f"factors is not a map: {value!r}")
+    try:
+        return {str(name): float(factor) for name, factor in value.items()}
+    except (TypeError, ValueError):
+        raise MalformedReply(f"a factor is not a number: {value!r}") from None
 
 
 def _jsonable(value: Any) -> Any:

@@ -225,6 +225,7 @@ def result_record(result: ScoredResult, request: RetrievalRequest) -> dict[str, 
         },
         "binding_kind": binding_kind,
         "conflicts_with": list(result.conflicts_with),
+        "factors": dict(result.factors),
         "rendered": result.rendered,
     }
 
