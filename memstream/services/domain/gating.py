@@ -7,7 +7,12 @@ In order:
    possessives "my"/"我的", state verbs "returned"/"退货", an entity id "XR-500") or in the
    request (a time window, a past as_of / known_at) passes, as does conversation context
    (active entities, an active task: an agent in the middle of a task is asking about it),
-   whatever the load.
+   whatever the load. A possessive is strong only when it governs a record kind
+   (``possession.possesses_record``: "my order", "our booking", "我的快递"); one that governs
+   anything else ("my teacher says", "in my opinion", "我的建议是") is weak, does not make the
+   question "about the speaker", and does not keep small talk or an instruction from being
+   skipped — the asker's own memory (5a) still answers "what did my wife ask for" when it
+   holds "wife".
 3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
    instruction to the agent) is skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
@@ -65,8 +70,11 @@ from memstream.services.domain.lexicon import (
     INSTRUCTION,
     POSSESSIVE,
     Cue,
+    about_the_speaker,
+    about_the_user,
     content_terms,
 )
+from memstream.services.domain.possession import bare_possessive, without_possessives
 from memstream.services.domain.query import PERSON_ANCHOR_TYPES, RetrievalRequest
 from memstream.services.domain.reading import QuestionReading, read_question
 
@@ -224,6 +232,14 @@ def _in_form(cue: Cue, talk: tuple[str, str] | None) -> Cue:
     return cue
 
 
+def _possessing(cue: Cue, bare: bool) -> Cue:
+    """Rule 2a: a possessive that governs no record kind ("my teacher says", "in my opinion",
+    "我的建议是") is the speaker talking, not a pointer at records: weak, so memory decides."""
+    if bare and cue.kind == POSSESSIVE:
+        return Cue(cue.kind, cue.text, False)
+    return cue
+
+
 def _skip(reason: str) -> GateDecision:
     return GateDecision(False, f"{reason}; {FORCE_HINT}")
 
@@ -248,14 +264,20 @@ def gate(
     if reading is None:
         reading = read_question(request)
     talk = reading.talk
-    text_cues = tuple(_in_form(cue, talk) for cue in reading.cues)
+    bare = bare_possessive(request.query)
+    text_cues = tuple(_possessing(_in_form(cue, talk), bare) for cue in reading.cues)
     context = _request_cues(request, now)
     strong = [cue for cue in (*text_cues, *context) if cue.strong]
     if strong:
         return GateDecision(True, strong[0].describe())
-    if talk is not None and not any(cue.kind == POSSESSIVE for cue in text_cues):
+    if talk is not None and (bare or not any(cue.kind == POSSESSIVE for cue in text_cues)):
         return _skip(f"{talk[0]} '{talk[1]}'")
-    if request.user_id is not None and (reading.about_speaker or reading.about_user):
+    if bare:  # "my advice …": the possessive says nothing about the user; read the rest
+        speaker = without_possessives(request.query)
+        about = about_the_speaker(speaker) or about_the_user(speaker)
+    else:
+        about = reading.about_speaker or reading.about_user
+    if request.user_id is not None and about:
         return GateDecision(True, f"about the user {request.user_id!r}")
     weak = [*text_cues, *context]
     if load >= HIGH_LOAD:
