@@ -170,6 +170,9 @@ class Doors:
         self.timeout = timeout
         self._stores: Stores | None = None
         self._exit: AsyncExitStack | None = None
+        # What this stack's acknowledgement means (``ingest_status.acknowledgement``): read from
+        # the data dir once, on the first publish; the stack does not change under a gateway.
+        self._acknowledgement: str | None = None
         self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
         self._lock = asyncio.Lock()
         self._erasing = asyncio.Lock()  # one erasure at a time: one shard opener per process
@@ -290,7 +293,9 @@ class Doors:
             raise DoorError("broker_unavailable", str(exc), 503) from None
         outcome = Ingestion(sent=[event_id for _, event_id in published.sent])
         if wait is None:
-            wait = await asyncio.to_thread(acknowledgement, self.settings) == "ledger"
+            if self._acknowledgement is None:
+                self._acknowledgement = await asyncio.to_thread(acknowledgement, self.settings)
+            wait = self._acknowledgement == "ledger"
         if wait:
             status = await asyncio.to_thread(
                 wait_for, self.settings, published.sent, timeout=wait_seconds
