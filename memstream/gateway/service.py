@@ -170,8 +170,6 @@ class Doors:
         self.timeout = timeout
         self._stores: Stores | None = None
         self._exit: AsyncExitStack | None = None
-        # What this stack's acknowledgement means (``ingest_status.acknowledgement``): read from
-        # the data dir once, on the first publish; the stack does not change under a gateway.
         self._acknowledgement: str | None = None
         self._clients: OrderedDict[str, AsyncMemory] = OrderedDict()
         self._lock = asyncio.Lock()
@@ -262,10 +260,9 @@ class Doors:
         """Validate every event first: one invalid, none sent (422 naming each). The tenant
         is the credential's and a missing ``event_id`` is made (``completed_event``).
 
-        ``wait`` None follows the stack's acknowledgement (``ingest_status.acknowledgement``):
-        the embedded broker keeps its topics in memory, so there the answer waits until every
-        event is in the ledger (or dead-lettered) — an acknowledged event then survives a crash
-        of ``up``; on Kafka the broker's acknowledgement is the contract."""
+        ``wait`` None follows the stack (``ingest_status.acknowledgement``, read once): on the
+        in-memory embedded broker, until every event is in the ledger (or dead-lettered), so an
+        acknowledged event survives a crash of ``up``; on Kafka the broker's ack is the contract."""
         if principal.role not in ("producer", "admin"):  # before reading a single event
             raise refused(Forbidden(f"role {principal.role} may not publish"))
         if not events:
