@@ -18,11 +18,17 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
+from hypothesis import settings as hypothesis_settings
 from psycopg.conninfo import make_conninfo
 
 from memstream.ops.migrate import migrate
 from memstream.ops.stack import EmbeddedStack
 from memstream.services.settings import Settings
+
+# Property tests check what holds, not how fast: on a shared two-core machine one example can
+# take seconds, and hypothesis's default 200 ms deadline would fail a correct test.
+hypothesis_settings.register_profile("memstream", deadline=None)
+hypothesis_settings.load_profile("memstream")
 
 MACHINE_POSTGRES = os.environ.get(
     "MEMSTREAM_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test"

@@ -62,12 +62,28 @@ def test_own_terms_are_content_words_of_both_languages() -> None:
 
 
 def test_a_held_word_of_the_users_memory_makes_a_terse_question_memory_dependent() -> None:
-    question = asked("reason for the return?")
+    question = asked("reason for the swap?")
     assert gate(question, NOW).probe
-    own = own_evidence({"return": 3, "reason": 0}, 0.21, question)
+    own = own_evidence({"swap": 3, "reason": 0}, 0.21, question)
     decision = gate(question, NOW, own=own)
     assert decision.needs_memory
-    assert decision.reason == "the user's memory holds 'return' (3 memories); nearest 0.21"
+    assert decision.reason == "the user's memory holds 'swap' (3 memories); nearest 0.21"
+
+
+def test_a_user_naming_a_kind_of_their_records_is_answered_from_memory() -> None:
+    for query, kind in (
+        ("reason for the return?", "return"),
+        ("refund done?", "refund"),
+        ("did you sort out the issue?", "issue"),
+        ("快递到哪了", "快递"),
+        ("什么时候到", "什么时候到"),
+        ("how long do refunds take?", "refunds"),
+    ):
+        decision = gate(asked(query), NOW)
+        assert decision.needs_memory, query
+        assert decision.reason == f"names a kind of the user's records {kind!r}"
+    # without a user the same words are looked at in memory first
+    assert gate(request("refund done?"), NOW).probe
 
 
 def test_a_close_own_memory_passes_below_the_tenants_bar() -> None:
@@ -102,16 +118,16 @@ def test_anchored_entities_are_named_as_such() -> None:
     assert decision.reason.startswith("the anchored entities' memory holds 'hobbies' (2 memories)")
 
 
-WORDS = st.sampled_from(("return", "reason", "parcel", "invoice", "blender", "refund", "换货"))
+WORDS = st.sampled_from(("swap", "reason", "eta", "amount", "blender", "charged", "进度"))
 COUNTS = st.dictionaries(WORDS, st.integers(0, 50), max_size=5)
 SIMILARITY = st.floats(0.0, 1.0, allow_nan=False)
 QUERIES = st.sampled_from(
     (
-        "reason for the return?",
-        "parcel ETA",
-        "invoice amount",
+        "reason for the swap?",
+        "blender ETA",
+        "amount charged?",
         "is the blender any good?",
-        "换货进度",
+        "进度",
         "what is the capital of France?",
     )
 )

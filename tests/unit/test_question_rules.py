@@ -13,6 +13,7 @@ from memstream.services.domain.decay import DEFAULT_DECAY
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, RetrievalRequest, ScoredResult
 from memstream.services.domain.ranking import score_candidates
+from memstream.services.domain.timely import ORDINAL_SHARE
 from memstream.services.domain.yielding import RELEVANCE_SHARE
 
 NOW = datetime(2026, 9, 20, 15, 0, tzinfo=UTC)
@@ -395,6 +396,6 @@ def test_matching_memories_are_served_in_time_order(
     ]
     ranked = score_candidates(ask(f"which bike did I rent {word}?"), pool, NOW)
     best = max(r.scores.fused for r in ranked)
-    matching = [r for r in ranked if r.scores.fused >= best / 3]
+    matching = [r for r in ranked if r.scores.fused >= ORDINAL_SHARE * best]
     times = [r.candidate.occurred_at for r in matching]
     assert times == sorted(times, reverse=kind == "latest")

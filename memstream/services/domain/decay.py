@@ -23,7 +23,10 @@ from memstream.services.domain.errors import DomainError
 # entry (a product or one variant of it: its colour, storage, port, model, size) describes what
 # the product *is*, which does not change while it is sold: a year, as a spec — a three-week-old
 # entry keeps 96 % of its recency, and when the catalogue changes an entry it publishes a new
-# version, which versioning (not decay) settles. Its price and stock are facts of their own.
+# version, which versioning (not decay) settles. Its price and stock are facts of their own. A
+# warranty or a contract holds until the date it states: a year, as a spec. The common spellings
+# of one kind of record share its half-life ("official_doc" and "official_document", "review" and
+# "user_review"), as they share its authority (``authority``); a press release ages as a review.
 DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
     {
         "complaint": timedelta(days=7),
@@ -45,8 +48,13 @@ DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
         "variant": timedelta(days=365),
         "sku": timedelta(days=365),
         "official_doc": timedelta(days=730),
+        "official_document": timedelta(days=730),
+        "warranty": timedelta(days=365),
+        "contract": timedelta(days=365),
+        "press_release": timedelta(days=180),
         "forum_post": timedelta(days=180),
         "review": timedelta(days=180),
+        "user_review": timedelta(days=180),
         "preference": timedelta(days=365),
     }
 )

@@ -74,9 +74,14 @@ from memstream.services.domain.lexicon import (
     about_the_user,
     content_terms,
 )
-from memstream.services.domain.possession import bare_possessive, without_possessives
+from memstream.services.domain.possession import (
+    bare_possessive,
+    transaction_named,
+    without_possessives,
+)
 from memstream.services.domain.query import PERSON_ANCHOR_TYPES, RetrievalRequest
 from memstream.services.domain.reading import QuestionReading, read_question
+from memstream.services.domain.talk_forms import EXPLANATION, OPINION
 
 HIGH_LOAD = 0.9
 # Cosine similarity (the bundled MiniLM) of the question and its nearest memory above which a
@@ -270,6 +275,9 @@ def gate(
     strong = [cue for cue in (*text_cues, *context) if cue.strong]
     if strong:
         return GateDecision(True, strong[0].describe())
+    kind = transaction_named(request.query) if request.user_id is not None else None
+    if kind is not None and (talk is None or talk[0] in (EXPLANATION, OPINION)):
+        return GateDecision(True, f"names a kind of the user's records {kind!r}")
     if talk is not None and (bare or not any(cue.kind == POSSESSIVE for cue in text_cues)):
         return _skip(f"{talk[0]} '{talk[1]}'")
     if bare:  # "my advice …": the possessive says nothing about the user; read the rest
@@ -294,9 +302,9 @@ def gate(
             f"names {', '.join(map(repr, evidence.named[:3]))} in memory"
             f" ({len(evidence.named)} of {evidence.asked} terms, nearest {evidence.nearest:.2f})",
         )
-    if evidence.nearest >= NEAR:
+    speaks = similarity_speaks(request.query)
+    if evidence.nearest >= NEAR and speaks:
         return GateDecision(True, f"nearest memory {evidence.nearest:.2f} ≥ {NEAR}")
     mine = "" if own is None else f"; {own.falls_short(request.query)}"
-    return _skip(
-        f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} < {NEAR}){mine}"
-    )
+    bar = f"< {NEAR}" if speaks else "not used: no Latin word"
+    return _skip(f"{GENERIC}, nothing in memory close (nearest {evidence.nearest:.2f} {bar}){mine}")

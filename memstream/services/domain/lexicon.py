@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memstream.services.domain.talk_forms import talk_form
+
 # Cue kinds, as they appear in reasons.
 TIME_WORD = "time word"
 POSSESSIVE = "possessive"
@@ -403,6 +405,13 @@ _SMALL_TALK_ZH = (
     "你是机器人吗",
     "你好吗",
     "辛苦了",
+    "辛苦啦",
+    "辛苦",
+    "谢啦",
+    "早安",
+    "早",
+    "嗨",
+    "在吗",
 )
 _SMALL_TALK_WORDS = tuple(_english(phrase) for phrase in _SMALL_TALK_EN)
 _OPERATOR = (
@@ -487,6 +496,8 @@ _INSTRUCTION_OPENINGS_ZH = (
     "以后请",
     "不要",
 )
+# Instructions that may come after a frame ("用三点总结一下", "帮忙翻译一下这段").
+_INSTRUCTION_PHRASES_ZH = ("总结一下", "概括一下", "翻译一下", "改写一下", "润色一下", "缩写一下")
 
 
 def _small_talk(query: str) -> str | None:
@@ -510,8 +521,9 @@ def _small_talk(query: str) -> str | None:
 
 def chatter(query: str) -> tuple[str, str] | None:
     """(kind, text) when the query needs no memory by its form: small talk ("thanks a lot!",
-    "你好"), arithmetic ("what is 17 * 23?"), or an instruction to the agent ("translate this
-    into French", "be more concise", "翻译成英文"); else None."""
+    "你好"), arithmetic ("what is 17 * 23?"), an instruction to the agent ("translate this
+    into French", "be more concise", "翻译成英文"), a general explanation or a request for an
+    opinion (``talk_forms``); else None."""
     talk = _small_talk(query)
     if talk is not None:
         return SMALL_TALK, talk
@@ -525,7 +537,10 @@ def chatter(query: str) -> tuple[str, str] | None:
     for opening in _INSTRUCTION_OPENINGS_ZH:
         if text.startswith(opening):
             return INSTRUCTION, opening
-    return None
+    for phrase in _INSTRUCTION_PHRASES_ZH:
+        if phrase in text:
+            return INSTRUCTION, phrase
+    return talk_form(query)
 
 
 # --- words that name something ---------------------------------------------------------------
@@ -548,7 +563,8 @@ _COMMON_WORDS = frozenset(_COMMON.split())
 _LATIN_WORD = re.compile(r"[0-9a-z]+(?:[-_'][0-9a-z]+)*", re.IGNORECASE)
 _CJK_RUN = re.compile(r"[\u3400-\u9fff]+")
 _CJK_COMMON_WORDS = (
-    "什么 怎么 哪个 哪里 为什么 是不是 有没有 可以 一个 这个 那个 我们 你们 他们 现在 时候 吗 呢"
+    "什么 怎么 哪个 哪里 为什么 是不是 有没有 可以 一个 这个 那个 我们 你们 他们 现在 时候 吗 呢 "
+    "如何 怎样 今天 觉得 知道 一下 多少"
 )
 _CJK_COMMON = frozenset(_CJK_COMMON_WORDS.split())
 

@@ -24,12 +24,28 @@ RECORD_NOUNS_EN = frozenset(
         "invoice", "receipt", "payment", "purchase", "address", "plan", "cart", "appointment",
         "claim", "case", "membership", "point", "balance", "bill", "history", "profile",
         "request", "exchange", "repair", "tracking", "last", "previous", "recent", "past",
+        "issue",
     }
 )  # fmt: skip
 RECORD_NOUNS_ZH = (
     "订单", "快递", "包裹", "退货", "退款", "换货", "投诉", "工单", "账户", "账号", "帐户",
     "订阅", "设备", "保修", "发票", "预订", "预约", "地址", "会员", "积分", "购物车", "物流",
     "配送", "收据", "付款", "支付", "余额", "账单", "记录", "维修", "申请", "上次", "之前",
+)  # fmt: skip
+# The kinds of record a transaction leaves (a subset of the above): a user's question naming one
+# is about their own records even without "my" ("refund done?", "when is the delivery?",
+# "退款到账了吗", "快递到哪了").
+TRANSACTION_NOUNS_EN = frozenset(
+    {
+        "order", "return", "refund", "complaint", "ticket", "delivery", "parcel", "package",
+        "shipment", "booking", "reservation", "invoice", "receipt", "payment", "purchase",
+        "subscription", "warranty", "repair", "exchange", "tracking", "claim", "issue",
+    }
+)  # fmt: skip
+TRANSACTION_NOUNS_ZH = (
+    "订单", "快递", "包裹", "退货", "退款", "换货", "投诉", "工单", "发票", "物流", "配送",
+    "维修", "保修", "预订", "预约", "单子", "到货", "到哪", "什么时候到", "到了吗", "到了没",
+    "签收",
 )  # fmt: skip
 _EN = re.compile(r"(?<![a-z])(?:my|our)\s+((?:[a-z'-]+\s+){0,2}[a-z'-]+)", re.IGNORECASE)
 _ZH = ("我的", "我们的", "咱们的")
@@ -61,6 +77,19 @@ def possesses_record(query: str) -> bool:
                 return True
             start = query.find(mark, start + 1)
     return False
+
+
+def transaction_named(query: str) -> str | None:
+    """The first kind of transaction record the query names ("refund" in "refund done?",
+    "快递" in "快递到哪了"), or None."""
+    words: list[str] = re.findall(r"[a-z][a-z'-]*", query.casefold())
+    for word in words:
+        if _stem(word) in TRANSACTION_NOUNS_EN or word in TRANSACTION_NOUNS_EN:
+            return word
+    for noun in TRANSACTION_NOUNS_ZH:
+        if noun in query:
+            return noun
+    return None
 
 
 def bare_possessive(query: str) -> bool:

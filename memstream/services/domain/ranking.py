@@ -18,10 +18,12 @@
    one score binding 0.01 and those about the user's entities 0.5 (``personal``);
 6. the rules that put one memory below another, each a documented factor inside ``final``
    and named in the result's ``factors`` (``yielding``), in this order: arbitration of
-   conflicts (the loser's final × 0.5, ``arbitration``); problem records and open matters
-   first (``matters``); the memory matching all the attributes a question names first
-   (``yielding.attributes_first``); latest / earliest by time (``yielding.by_time``); the
-   focus first (``yielding.focus_first``); the person first (``personal.person_first``);
+   conflicts (the loser's final × 0.5, ``arbitration``); the more authoritative source about
+   the same entity first (``sources``); problem records and open matters first (``matters``);
+   the memory matching all the attributes a question names first
+   (``yielding.attributes_first``); what happened in the period a question names first
+   (``timely.period_first``); latest / earliest by time (``timely.by_time``); the focus first
+   (``yielding.focus_first``); the person first (``personal.person_first``);
 7. sort by final descending (ties: the more recent first, then version_id), keep
    ``request.limit``, render within the budget. **The served order is the order of final.**
 
@@ -60,6 +62,8 @@ from memstream.services.domain.query import (
 )
 from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.render import render_all
+from memstream.services.domain.sources import sources_first
+from memstream.services.domain.timely import by_time, period_first
 from memstream.services.domain.trust import (
     DEFAULT_PROFILE,
     DEFAULT_STATE_RULES,
@@ -73,7 +77,7 @@ from memstream.services.domain.trust import (
     state_consistency,
     trust_score,
 )
-from memstream.services.domain.yielding import attributes_first, by_time, focus_first
+from memstream.services.domain.yielding import attributes_first, focus_first
 
 DEFAULT_RENDER_BUDGET = 8000  # characters for all blocks together (~2k tokens)
 
@@ -167,14 +171,18 @@ def _ordered(
     request: RetrievalRequest,
     reading: QuestionReading,
     rules: RankingRules,
+    profile: TrustProfile,
 ) -> list[ScoredResult]:
     """Every rule that puts one memory below another, as factors inside final (step 6)."""
     ruled = arbitrate(scored, rules.authority, rules.arbitration)
+    if profile.alpha > 0 and profile.authority > 0:  # a tenant that weighs sources at all
+        ruled = sources_first(ruled, reading)
     ruled = matters_first(ruled, reading, rules.state)
     ruled = attributes_first(ruled, reading)
     user = request.user_id is not None or any(
         a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors
     )
+    ruled = period_first(ruled, reading, user=user)
     ruled = by_time(ruled, reading, user=user)
     ruled = focus_first(ruled, reading)
     if reading.personal:
@@ -203,7 +211,7 @@ def score_candidates(
     if not live:
         return []
     if reading is None:
-        reading = read_question(request)
+        reading = read_question(request, now)
     weights = fusion_weights(request, reading)
     anchors = (*request.anchors, *(a for a in reading.focus if a not in request.anchors))
     keyword_divisor = scale_to_unit(c.keyword_score for c in live if c.keyword_score is not None)
@@ -257,6 +265,6 @@ def score_candidates(
             )
         )
 
-    top = _ordered(scored, request, reading, rules)[: request.limit]
+    top = _ordered(scored, request, reading, rules, profile)[: request.limit]
     blocks = render_all(top, rules.render_budget)
     return [dataclasses.replace(r, rendered=block) for r, block in zip(top, blocks, strict=True)]

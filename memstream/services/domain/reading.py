@@ -8,8 +8,11 @@ or storage, port, model, size; ``attributes_in``), an ordinal ("the last …", "
 conversation gives (``context.active_entities`` and ``active_task``) and the ids it names. The
 gate, fusion and ranking read this value; none of them scans the question's text again.
 
-``period`` is the valid-time window [from, to] the question names, when a period reader fills
-it (explicit dates, months, years, relative periods); ``read_question`` leaves it empty.
+``period`` is the window [start, end) of time the question names (explicit dates, months,
+quarters, years, relative periods: ``periods.read_period``) when it has begun by ``now``;
+``read_question`` fills it when it is given ``now`` (a question is read at the moment it is
+asked). It describes what the question is about — "my March order", "which charger did I buy
+in May" — whatever the valid time the search answers at (``periods.valid_time``).
 
 Ordinals (English and Chinese), whole words, case-insensitive:
 
@@ -43,6 +46,7 @@ from memstream.services.domain.lexicon import (
     find_cues,
 )
 from memstream.services.domain.model import Anchor
+from memstream.services.domain.periods import read_period
 from memstream.services.domain.query import RetrievalRequest
 
 LATEST = "latest"
@@ -325,11 +329,16 @@ class QuestionReading:
         return bool(self.anaphora) and not self.exact_terms
 
 
-def read_question(request: RetrievalRequest) -> QuestionReading:
-    """Read ``request``'s question and context once (see the module docstring)."""
+def read_question(request: RetrievalRequest, now: datetime | None = None) -> QuestionReading:
+    """Read ``request``'s question and context once (see the module docstring); ``now``, the
+    moment it is asked, reads the period it names."""
     text = request.query
     cues = find_cues(text)
     speaker = about_the_speaker(text)
+    named = read_period(text, now) if now is not None else None
+    period = None
+    if named is not None and now is not None and named.start <= now:
+        period = (named.start, named.end)
     return QuestionReading(
         text=text,
         cues=cues,
@@ -347,4 +356,6 @@ def read_question(request: RetrievalRequest) -> QuestionReading:
         named_ids=tuple(cue.text for cue in cues if cue.kind == ENTITY_ID),
         terms=content_terms(text),
         subject_terms=content_terms(_without_ordinals(text)),
+        period=period,
+        period_text=named.label if named is not None else "",
     )

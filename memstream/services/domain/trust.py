@@ -191,15 +191,22 @@ def state_consistency(candidate: Candidate, now: datetime, rules: StateRules) ->
 
 # Fact types whose plain "active" status means the matter is still open (a live complaint).
 LIVE_WHEN_ACTIVE = frozenset({"complaint", "ticket", "support_case", "issue"})
+# Statuses that flag a matter still running: overdue, or a risk being handled (a recalled batch).
+# The status table scores them "current" (0.9): they are not settled, so they do not go stale.
+FLAGGED_STATUSES = frozenset({"escalated", "high_risk"})
 
 
 def is_open_matter(candidate: Candidate, rules: StateRules) -> bool:
-    """An unresolved complaint, ticket or return: it stays live until it is resolved."""
+    """An unresolved complaint, ticket or return: it stays live until it is resolved. Open,
+    pending, new, in progress, escalated or flagged high-risk (or plain ``active`` for the fact
+    types that stay live until resolved) — never a settled or unknown status."""
     status = candidate.status.strip().casefold() or "active"
     fact_type = candidate.fact_type.casefold()
     if fact_type not in rules.escalating_fact_types:
         return False
-    return status in rules.open_statuses or (status == "active" and fact_type in LIVE_WHEN_ACTIVE)
+    if status in rules.open_statuses or status in FLAGGED_STATUSES:
+        return True
+    return status == "active" and fact_type in LIVE_WHEN_ACTIVE
 
 
 # --- cross-validation ------------------------------------------------------------------------

@@ -33,23 +33,7 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   number, and short follow-ups are where similarity says least; the agent said which order is
   meant, and the fresher shipment of another order is not the answer. This binds with or
   without an anaphor.
-- **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
-  "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
-  by time: each matching memory yields to every matching memory nearer the asked end (newest
-  first for latest, oldest first for earliest). The *subject* is the memories about the focus
-  when one is in focus, else those bound to the user (a request with a ``user_id`` or a
-  customer anchor) or to the user's entities; a request with neither has no subject, and the
-  rule does not apply (an ordinal inside a story — "his first tournament" — is not an order of
-  records). Of those, the ones sharing a word with the question's subject (its content words
-  without the ordinal and time words) when any do. The *matching* memories are the subject's
-  memories of the fact type of its most relevant one (the kind of record asked about: views,
-  orders, complaints) at least ``ORDINAL_SHARE`` (a third) as relevant as it. Any other memory
-  that shares no word with the question's subject yields to the matching ones. Words compare
-  by their stems ("rented" and "rent"). Why: decay alone cannot answer "first"; "last" among
-  records of one kind is a question of time, not of wording (the user's view of last week is
-  "the headphones I looked at last time", however much closer an older view's text is to the
-  question); and a fresh record with no word of the question (a shipment for "the earbuds I
-  looked at") is not it.
+The rules of time a question asks (latest / earliest, a named period) are in ``timely``.
 
 Pure. Must not import any I/O library.
 """
@@ -63,19 +47,14 @@ from collections.abc import Callable, Hashable, Sequence
 from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, ScoredResult
-from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading, attributes_in
-from memstream.services.domain.text import stem
+from memstream.services.domain.reading import QuestionReading, attributes_in
 
 RELEVANCE_SHARE = 0.5
 YIELD_SHARE = 0.9
-ORDINAL_SHARE = 1 / 3
 MIN_ATTRIBUTES = 2
 
 ATTRIBUTES = "attributes"
 FOCUS = "focus"
-ORDINAL = "ordinal"
-
-_SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
 
 
 def scaled(result: ScoredResult, name: str, factor: float) -> ScoredResult:
@@ -126,7 +105,7 @@ def yield_to(
 # --- attributes ------------------------------------------------------------------------------
 
 
-def _described(candidate: Candidate) -> str:
+def described(candidate: Candidate) -> str:
     """What a memory says about itself: its content and its attribute values."""
     return " ".join((candidate.content, *candidate.attributes.values()))
 
@@ -168,9 +147,9 @@ def attributes_first(
         return list(results)
 
     def matches(candidate: Candidate) -> int:
-        described = _described(candidate)
-        canonical = len(reading.attributes & attributes_in(described))
-        return canonical + sum(1 for p in values.values() if p.search(described))
+        said = described(candidate)
+        canonical = len(reading.attributes & attributes_in(said))
+        return canonical + sum(1 for p in values.values() if p.search(said))
 
     matched = {r.candidate.version_id: matches(r.candidate) for r in results}
     most = max(matched.values(), default=0)
@@ -246,73 +225,4 @@ def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> li
         FOCUS,
         leads=leads,
         yields=lambda r: outside(r) and not _of_a_focused_kind(r.candidate, focus),
-    )
-
-
-# --- ordinals --------------------------------------------------------------------------------
-
-
-def _subject(
-    results: Sequence[ScoredResult], reading: QuestionReading, user: bool
-) -> list[ScoredResult]:
-    """The memories whose order in time an ordinal question asks: about the focus when one is
-    in focus, else bound to the user (or to the user's entities); none without either."""
-    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
-    pool = [r for r in results if focus and about_focus(r.candidate, focus)]
-    if not pool and user:
-        pool = [r for r in results if r.binding_kind in _SUBJECT_KINDS]
-    return pool
-
-
-def _stems(terms: frozenset[str]) -> frozenset[str]:
-    """Terms with the stems of their parts: "rented" and "e-bike" share "rent" and "bike"."""
-    out = set(terms)
-    for term in terms:
-        out.update(stem(part) for part in re.split(r"[-_']", term) if len(part) >= 3)
-    return frozenset(out)
-
-
-def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
-    return bool(words & _stems(content_terms(_described(result.candidate))))
-
-
-def by_time(
-    results: Sequence[ScoredResult], reading: QuestionReading, user: bool = True
-) -> list[ScoredResult]:
-    """The ordinal rule of the module docstring; ``user``: the request names its user."""
-    if reading.ordinal not in (LATEST, EARLIEST) or not results:
-        return list(results)
-    pool = _subject(results, reading, user)
-    if not pool:
-        return list(results)
-    words = _stems(reading.subject_terms)
-    sharing = [r for r in pool if _shares(r, words)]
-    base = sharing or pool
-    lead = max(base, key=lambda r: r.scores.fused)
-    kind = lead.candidate.fact_type.casefold()
-    matching = [
-        r
-        for r in base
-        if r.candidate.fact_type.casefold() == kind
-        and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
-    ]
-    chain = sorted(
-        matching,
-        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
-        reverse=reading.ordinal == LATEST,
-    )
-    placed: dict[str, ScoredResult] = {}
-    ceiling: float | None = None
-    for result in chain:
-        if ceiling is not None:
-            result = yielded(result, ceiling, ORDINAL)
-        placed[result.candidate.version_id] = result
-        ceiling = result.scores.final if ceiling is None else min(ceiling, result.scores.final)
-    out = [placed.get(r.candidate.version_id, r) for r in results]
-    chosen = set(placed)
-    return yield_to(
-        out,
-        ORDINAL,
-        leads=lambda r: r.candidate.version_id in chosen,
-        yields=lambda r: r.candidate.version_id not in chosen and not _shares(r, words),
     )

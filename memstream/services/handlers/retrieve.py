@@ -297,7 +297,7 @@ class Retriever:
                 now,
             )
         timer.lap("validate")
-        reading = read_question(request)  # the question is read once, here
+        reading = read_question(request, now)  # the question is read once, here
         decision = gate(request, now, self.load, reading=reading)
         timer.lap("gate")
         if not decision.needs_memory and not decision.probe:

@@ -1,0 +1,166 @@
+"""The time a question asks about: the latest or the earliest of something, or a named period.
+
+Both rules act on ``final`` like the others (``yielding``) and are recorded in the result's
+``factors``. Both work on the question's *subject*: the memories about the focus when one is in
+focus (``context.active_entities``), else those bound to the user (a request with a ``user_id``
+or a customer anchor) or to the user's entities; a request with neither has no subject, and
+neither rule applies (an ordinal or a year inside a story — "his first tournament", "in 1998 he
+moved" — is not an order of records).
+
+- **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
+  "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
+  by time: each matching memory yields to every matching memory nearer the asked end (newest
+  first for latest, oldest first for earliest). The question's *subject words* are its content
+  words without the ordinal and time words and without the words that name a kind of record
+  among the subject's memories (their fact types: "order" for orders — every order holds it;
+  "the last keyboard I ordered" is told by "keyboard"); words compare by their stems ("rented"
+  and "rent"). Of the subject's memories, those sharing a subject word when any do; of those,
+  the *matching* ones are the memories of the fact type of the most relevant one (the kind of
+  record asked about: views, orders, complaints) at least ``ORDINAL_SHARE`` (a third) as
+  relevant as it — and when the question also names a period, those of them that happened in
+  it (when any did). Any other memory that shares no subject word yields to the matching ones.
+  Why: decay alone cannot answer "first"; "last" among records of one kind is a question of
+  time, not of wording (the user's view of last week is "the headphones I looked at last
+  time", however much closer an older view's text is to the question); the air purifier
+  ordered yesterday is not "the last keyboard I ordered" although its record says "order";
+  and a fresh record with no word of the question (a shipment for "the earbuds I looked at")
+  is not it.
+- **period** (``period_first``): a question that names a period ("in 2024", "last year", "in
+  May", "上个月", "2025年", "1月"; ``periods.read_period``, in ``QuestionReading.period``) asks
+  what happened then. The *leaders* are the subject's memories that happened in the period
+  (``occurred_at`` within it) — those sharing a subject word (as for the ordinal) when any do.
+  Every other memory of the subject yields to them when it is of a leader's fact type (another
+  order, bought another year) or shares no word with the question's subject (a profile note
+  for "the keyboard I bought in January"). Why: "which rice cooker did I buy in 2024?" is
+  answered by the order of 2024, and the fresher order of 2025 for another rice cooker, its
+  words as close, is the wrong one: decay favours it, so only the named period can put it
+  below. Versioned memory is answered as of the period already (``periods.valid_time``); this
+  rule orders *different* memories by whether they happened in it.
+
+Pure. Must not import any I/O library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from memstream.services.domain.lexicon import content_terms
+from memstream.services.domain.query import ScoredResult
+from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading
+from memstream.services.domain.text import stem
+from memstream.services.domain.yielding import about_focus, described, yield_to, yielded
+
+ORDINAL_SHARE = 1 / 3
+ORDINAL = "ordinal"
+PERIOD = "period"
+
+_SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
+
+
+def _subject(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool
+) -> list[ScoredResult]:
+    """The memories whose time the question asks about: about the focus when one is in focus,
+    else bound to the user (or to the user's entities); none without either."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    pool = [r for r in results if focus and about_focus(r.candidate, focus)]
+    if not pool and user:
+        pool = [r for r in results if r.binding_kind in _SUBJECT_KINDS]
+    return pool
+
+
+def _stems(terms: frozenset[str]) -> frozenset[str]:
+    """Terms with the stems of their parts: "rented" and "e-bike" share "rent" and "bike"."""
+    out = set(terms)
+    for term in terms:
+        out.update(stem(part) for part in re.split(r"[-_']", term) if len(part) >= 3)
+    return frozenset(out)
+
+
+def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
+    return bool(words & _stems(content_terms(described(result.candidate))))
+
+
+def _in_period(result: ScoredResult, reading: QuestionReading) -> bool:
+    if reading.period is None:
+        return False
+    start, end = reading.period
+    return start <= result.candidate.occurred_at < end
+
+
+def period_first(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool = True
+) -> list[ScoredResult]:
+    """The period rule of the module docstring; ``user``: the request names its user."""
+    if reading.period is None or not results:
+        return list(results)
+    pool = _subject(results, reading, user)
+    inside = [r for r in pool if _in_period(r, reading)]
+    if not inside:
+        return list(results)
+    words = _stems(reading.subject_terms) - _kind_words(pool)
+    leaders = [r for r in inside if _shares(r, words)] or inside
+    chosen = {r.candidate.version_id for r in leaders}
+    kinds = {r.candidate.fact_type.casefold() for r in leaders}
+    subject = {r.candidate.version_id for r in pool}
+
+    def yields(result: ScoredResult) -> bool:
+        c = result.candidate
+        if c.version_id in chosen or c.version_id not in subject:
+            return False
+        return c.fact_type.casefold() in kinds or not _shares(result, words)
+
+    return yield_to(
+        results, PERIOD, leads=lambda r: r.candidate.version_id in chosen, yields=yields
+    )
+
+
+def _kind_words(pool: Sequence[ScoredResult]) -> frozenset[str]:
+    """The words that name the kinds of record in ``pool`` (its fact types: "order",
+    "page_view" → "page", "view"), stemmed: they do not tell one record of a kind from another."""
+    names = {r.candidate.fact_type.casefold() for r in pool}
+    return _stems(frozenset(part for name in names for part in re.split(r"[\W_]+", name) if part))
+
+
+def by_time(
+    results: Sequence[ScoredResult], reading: QuestionReading, user: bool = True
+) -> list[ScoredResult]:
+    """The ordinal rule of the module docstring; ``user``: the request names its user."""
+    if reading.ordinal not in (LATEST, EARLIEST) or not results:
+        return list(results)
+    pool = _subject(results, reading, user)
+    if not pool:
+        return list(results)
+    words = _stems(reading.subject_terms) - _kind_words(pool)
+    sharing = [r for r in pool if _shares(r, words)]
+    base = sharing or pool
+    lead = max(base, key=lambda r: r.scores.fused)
+    kind = lead.candidate.fact_type.casefold()
+    matching = [
+        r
+        for r in base
+        if r.candidate.fact_type.casefold() == kind
+        and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
+    ]
+    matching = [r for r in matching if _in_period(r, reading)] or matching
+    chain = sorted(
+        matching,
+        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
+        reverse=reading.ordinal == LATEST,
+    )
+    placed: dict[str, ScoredResult] = {}
+    ceiling: float | None = None
+    for result in chain:
+        if ceiling is not None:
+            result = yielded(result, ceiling, ORDINAL)
+        placed[result.candidate.version_id] = result
+        ceiling = result.scores.final if ceiling is None else min(ceiling, result.scores.final)
+    out = [placed.get(r.candidate.version_id, r) for r in results]
+    chosen = set(placed)
+    return yield_to(
+        out,
+        ORDINAL,
+        leads=lambda r: r.candidate.version_id in chosen,
+        yields=lambda r: r.candidate.version_id not in chosen and not _shares(r, words),
+    )
