@@ -11,15 +11,19 @@ In order:
    (``possession.possesses_record``: "my order", "our booking", "我的快递"); one that governs
    anything else ("my teacher says", "in my opinion", "我的建议是") is weak, does not make the
    question "about the speaker", and does not keep small talk or an instruction from being
-   skipped — the asker's own memory (5a) still answers "what did my wife ask for" when it
+   skipped — the asker's own memory (6a) still answers "what did my wife ask for" when it
    holds "wife".
-3. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
-   instruction to the agent) is skipped — an instruction that says "my" is looked at instead
+3. With a ``user_id``, a question naming a kind of record a transaction leaves ("refund
+   done?", "快递到哪了": ``possession.transaction_named``) is about the user's records: it
+   passes, even when it is phrased as an explanation or an opinion request.
+4. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
+   instruction to the agent, a general explanation, a request for the agent's opinion:
+   ``talk_forms``) is skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
    speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker`` and
    ``about_the_user``: "what music do I like?", "what does the user want now?") passes.
-4. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
-5. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
+5. Under high load (≥ 0.9) nothing else passes: a look at memory costs a retrieval.
+6. Otherwise — no cue, or only weak ones ("it", "I", "when", a colour or a number) — memory is
    looked at (``probe``), the asker's own memory first:
 
    a. *Own memory* (``OwnEvidence``; only with a ``user_id`` or anchors): the memories
@@ -43,8 +47,9 @@ In order:
    b. *Tenant memory* (``MemoryEvidence``): the handler retrieves; the question is answered
       when it names something the tenant's memory holds (a word of the question, not a
       common one, found in the memories retrieved, with those memories at least
-      ``NAMED_NEAR`` similar) or when the nearest memory is close (cosine ≥ ``NEAR``); else
-      it is skipped with both nearest similarities in the reason. An answer's reason says
+      ``NAMED_NEAR`` similar) or when the nearest memory is close (cosine ≥ ``NEAR``; not for
+      a question written only in Chinese: ``similarity_speaks``); else it is skipped with both
+      nearest similarities in the reason. An answer's reason says
       which terms are held, how many of the question's terms that is, and the nearest
       similarity ("names 'blender', 'motor' in memory (2 of 3 terms, nearest 0.31)").
 
@@ -88,7 +93,7 @@ HIGH_LOAD = 0.9
 # question is about what memory holds, and the lower bar when it also names a held term.
 NEAR = 0.45
 NAMED_NEAR = 0.10
-# The same for the asker's own memories (see the module docstring, 5a), and the number of
+# The same for the asker's own memories (see the module docstring, 6a), and the number of
 # them beyond which they are a broad record (a long conversation) where words match by chance.
 OWN_NEAR = 0.25
 OWN_BROAD = 100
@@ -129,9 +134,9 @@ def own_terms(query: str) -> tuple[str, ...]:
 
 
 def similarity_speaks(query: str) -> bool:
-    """Whether the embedding's similarity is evidence for this question in rule 5a: not for a
+    """Whether the embedding's similarity is evidence for this question in rule 6: not for a
     question whose content words are all Chinese. The bundled encoder (all-MiniLM-L6-v2) was
-    trained on English text; with it, two unrelated texts written in Chinese are 0.3-0.45
+    trained on English text; with it, two unrelated texts written in Chinese are 0.3-0.7
     similar, as similar as related ones, so there only the question's words (its CJK
     grams) are evidence."""
     terms = content_terms(query)
@@ -156,7 +161,7 @@ class OwnEvidence:
         return self.memories > OWN_BROAD
 
     def decides(self, query: str) -> bool:
-        """Rule 5a: a held word, or the nearest memory close enough (``OWN_NEAR``; for a
+        """Rule 6a: a held word, or the nearest memory close enough (``OWN_NEAR``; for a
         broad memory the tenant's ``NEAR``, and words alone do not decide)."""
         if self.broad:
             return self.nearest >= NEAR and similarity_speaks(query)
@@ -238,7 +243,7 @@ def _in_form(cue: Cue, talk: tuple[str, str] | None) -> Cue:
 
 
 def _possessing(cue: Cue, bare: bool) -> Cue:
-    """Rule 2a: a possessive that governs no record kind ("my teacher says", "in my opinion",
+    """Rule 2: a possessive that governs no record kind ("my teacher says", "in my opinion",
     "我的建议是") is the speaker talking, not a pointer at records: weak, so memory decides."""
     if bare and cue.kind == POSSESSIVE:
         return Cue(cue.kind, cue.text, False)
