@@ -18,7 +18,8 @@ In order:
    passes, even when it is phrased as an explanation or an opinion request.
 4. Talk that needs no memory by its form (``lexicon.chatter``: small talk, arithmetic, an
    instruction to the agent, a general explanation, a request for the agent's opinion:
-   ``talk_forms``) is skipped — an instruction that says "my" is looked at instead
+   ``talk_forms``; an explanation or opinion asked about an anchored entity is not talk) is
+   skipped — an instruction that says "my" is looked at instead
    ("summarize my complaints" may be about the user's records); a question about the
    speaker or about "the user" with a ``user_id`` (``lexicon.about_the_speaker`` and
    ``about_the_user``: "what music do I like?", "what does the user want now?") passes.
@@ -283,7 +284,9 @@ def gate(
     kind = transaction_named(request.query) if request.user_id is not None else None
     if kind is not None and (talk is None or talk[0] in (EXPLANATION, OPINION)):
         return GateDecision(True, f"names a kind of the user's records {kind!r}")
-    if talk is not None and (bare or not any(cue.kind == POSSESSIVE for cue in text_cues)):
+    about_entity = talk is not None and talk[0] in (EXPLANATION, OPINION) and request.anchors
+    possessed = any(cue.kind == POSSESSIVE for cue in text_cues)
+    if talk is not None and not about_entity and (bare or not possessed):
         return _skip(f"{talk[0]} '{talk[1]}'")
     if bare:  # "my advice …": the possessive says nothing about the user; read the rest
         speaker = without_possessives(request.query)

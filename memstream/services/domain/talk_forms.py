@@ -5,7 +5,8 @@
   "what's the difference between USB-C and Lightning?", "why do chargers get hot?", "is it safe
   to leave a phone charging overnight?", "主动降噪的原理是什么？", "USB-C和Lightning有什么区别",
   "为什么充电器会发热", "这个成语什么意思". "why does *my* charger …" carries a possessive (a
-  strong cue) and is looked up before its form is read.
+  strong cue) and is looked up before its form is read; "why does Melanie …" is about someone,
+  not an explanation.
 - **opinion**: the agent's view asked after a remark: "my friend says autumn is rainy, what do
   you think?", "我觉得咖啡比茶好喝，你说呢", "你怎么看".
 
@@ -26,7 +27,7 @@ _EXPLANATION_EN = re.compile(
     r"(?<![a-z])(?:"
     r"how\s+(?:does|do|is|are|did)\s+(?:an?\s+|the\s+)?(?!my\b|our\b|your\b)[a-z][\w\s-]*?\s+work"
     r"|(?:what(?:'s|\s+is|\s+are)\s+the\s+)?difference\s+between"
-    r"|why\s+(?:do|does)\s+(?!my\b|our\b|your\b|i\b|we\b)"
+    r"|why\s+(?:do|does)(?=\s+(?!my\b|our\b|your\b|i\b|we\b))"
     r"|is\s+it\s+(?:safe|ok|okay|bad|normal|healthy|true)\s+to"
     r"|what\s+does\s+(?!my\b|our\b)[\w\s'\"-]+?\s+mean"
     r")(?![a-z])",
@@ -60,7 +61,9 @@ def talk_form(query: str) -> tuple[str, str] | None:
     for phrase in _EXPLANATION_ZH:
         if phrase in query:
             return EXPLANATION, phrase
-    found = _EXPLANATION_EN.search(query)
-    if found is not None:
+    for found in _EXPLANATION_EN.finditer(query):
+        after = query[found.end() :].lstrip()
+        if found.group(0).casefold().startswith("why") and after[:1].isupper():
+            continue  # "why does Melanie …": about someone, not a general explanation
         return EXPLANATION, " ".join(found.group(0).split())
     return None
