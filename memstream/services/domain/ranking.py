@@ -21,7 +21,8 @@
    conflicts (the loser's final × 0.5, ``arbitration``); the more authoritative source about
    the same entity first (``sources``); problem records and open matters first (``matters``);
    the memory matching all the attributes a question names first
-   (``yielding.attributes_first``); what happened in the period a question names first
+   (``yielding.attributes_first``); the user's records of the kind a question names before
+   their notes (``kinds``); what happened in the period a question names first
    (``timely.period_first``); latest / earliest by time (``timely.by_time``); the focus first
    (``yielding.focus_first``); the person first (``personal.person_first``);
 7. sort by final descending (ties: the more recent first, then version_id), keep
@@ -50,6 +51,7 @@ from memstream.services.domain.arbitration import DEFAULT_ARBITRATION, Arbitrati
 from memstream.services.domain.authority import DEFAULT_AUTHORITY, AuthorityTable
 from memstream.services.domain.decay import DEFAULT_DECAY, DecayRules, recency
 from memstream.services.domain.fusion import final_score, fuse, fusion_weights, scale_to_unit
+from memstream.services.domain.kinds import named_kind_first
 from memstream.services.domain.matters import matters_first
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.personal import person_first, personal_binding, user_entities
@@ -63,7 +65,7 @@ from memstream.services.domain.query import (
 from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.render import render_all
 from memstream.services.domain.sources import sources_first
-from memstream.services.domain.timely import by_time, period_first
+from memstream.services.domain.timely import by_time, period_first, subject_of
 from memstream.services.domain.trust import (
     DEFAULT_PROFILE,
     DEFAULT_STATE_RULES,
@@ -182,6 +184,7 @@ def _ordered(
     user = request.user_id is not None or any(
         a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors
     )
+    ruled = named_kind_first(ruled, reading.text, subject_of(ruled, reading, user))
     ruled = period_first(ruled, reading, user=user)
     ruled = by_time(ruled, reading, user=user)
     ruled = focus_first(ruled, reading)

@@ -65,7 +65,7 @@ COMMENTARY_FACT_TYPES = {
 }
 
 
-def _asked_kinds(text: str) -> frozenset[str]:
+def asked_source_kinds(text: str) -> frozenset[str]:
     """The kinds of source the question itself asks about."""
     lowered = text.casefold()
     kinds = set()
@@ -81,13 +81,13 @@ def _asked_kinds(text: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
-def _said(result: ScoredResult) -> str | None:
+def said_kind(result: ScoredResult) -> str | None:
     return COMMENTARY_FACT_TYPES.get(result.candidate.fact_type.strip().casefold())
 
 
 def sources_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
     """The rule of the module docstring (same order as given)."""
-    asked = _asked_kinds(reading.text)
+    asked = asked_source_kinds(reading.text)
     by_entity: dict[tuple[str, str], list[ScoredResult]] = {}
     for result in results:
         c = result.candidate
@@ -95,7 +95,7 @@ def sources_first(results: Sequence[ScoredResult], reading: QuestionReading) -> 
     out: list[ScoredResult] = []
     for result in results:
         c = result.candidate
-        said = _said(result)
+        said = said_kind(result)
         if said is not None and said in asked:
             out.append(result)
             continue

@@ -58,7 +58,7 @@ PERIOD = "period"
 _SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
 
 
-def _subject(
+def subject_of(
     results: Sequence[ScoredResult], reading: QuestionReading, user: bool
 ) -> list[ScoredResult]:
     """The memories whose time the question asks about: about the focus when one is in focus,
@@ -95,7 +95,7 @@ def period_first(
     """The period rule of the module docstring; ``user``: the request names its user."""
     if reading.period is None or not results:
         return list(results)
-    pool = _subject(results, reading, user)
+    pool = subject_of(results, reading, user)
     inside = [r for r in pool if _in_period(r, reading)]
     if not inside:
         return list(results)
@@ -129,7 +129,7 @@ def by_time(
     """The ordinal rule of the module docstring; ``user``: the request names its user."""
     if reading.ordinal not in (LATEST, EARLIEST) or not results:
         return list(results)
-    pool = _subject(results, reading, user)
+    pool = subject_of(results, reading, user)
     if not pool:
         return list(results)
     words = _stems(reading.subject_terms) - _kind_words(pool)
