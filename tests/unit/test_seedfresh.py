@@ -67,9 +67,7 @@ def test_every_case_has_exactly_one_right_memory_in_its_tenant() -> None:
                 assert docs[doc]["tenant_id"] == q.tenant_id, q.qid
             for doc in q.forbidden:  # another shop's record, never this tenant's
                 assert docs[doc]["tenant_id"] != q.tenant_id, q.qid
-            assert bool(CJK.search(str(docs[right]["content"]))) == (
-                question_language(q) == "zh"
-            )
+            assert bool(CJK.search(str(docs[right]["content"]))) == (question_language(q) == "zh")
             if user := q.request.get("user_id"):
                 assert ("customer", user) in entities[q.tenant_id]
             for anchor in q.request.get("context", {}).get("active_entities", []):

@@ -5,7 +5,7 @@
   another model's fresher spec: the spec;
 - ``attribute_sku``: SKU listings that each differ from the asked one in one attribute
   ("the blue power bank with a USB-C port", "black X 15 Pro 256G USB-C"), plus a fresher
-  accessory listing sharing the attributes: the listing that matches them all;
+  accessory listing sharing some of them: the listing that matches them all;
 - ``authority_conflict``: conflicting records of one fact from sources of different authority
   (CRM > wiki > user input > third party; official document > press release > user review),
   the more authoritative one always the oldest: the most authoritative;
@@ -95,8 +95,8 @@ def attribute_sku(case: FreshCase) -> None:
         ]
         attrs = [{"colour": c, "port": p} for c, p in variants]
         accessory = case.say(
-            f"{maker} {colours[0]} silicone sleeve for power banks with a {ports[0]} cut-out",
-            f"{maker}{colours[0]}硅胶保护套，适用于带{ports[0]}口的移动电源",
+            f"{maker} {colours[0]} silicone sleeve for {mah} mAh power banks",
+            f"{maker}{colours[0]}硅胶保护套，适用于{mah}mAh移动电源",
         )
         query = case.say(
             [
@@ -131,8 +131,8 @@ def attribute_sku(case: FreshCase) -> None:
             )
             attrs.append({"colour": c, "model": name, "storage": size, "port": p})
         accessory = case.say(
-            f"{colours[0]} case for {maker} {number} Pro {sizes[0]} ({ports[0]} cut-out)",
-            f"{colours[0]}手机壳，适用{maker} {number} Pro {sizes[0]}（{ports[0]}开孔）",
+            f"{colours[0]} case for the {maker} {number} Pro",
+            f"{colours[0]}手机壳，适用{maker} {number} Pro",
         )
         c, _, size, p = want4
         query = case.say(
