@@ -304,11 +304,12 @@ def print_headline(scores: Scores, console: Console) -> None:
     headline = scores.headline()
     table = Table(title="memstream bench quality · headline", title_justify="left")
     table.add_column("system")
-    columns = list(next(iter(headline.values())))
+    rows = list(headline.values())
+    columns = [c for c in rows[0] if any(row.get(c) is not None for row in rows)]  # those run
     for column in columns:
         table.add_column(column, justify="right")
     for system, row in headline.items():
-        table.add_row(system, *(_cell(c, v) for c, v in row.items()))
+        table.add_row(system, *(_cell(c, row.get(c)) for c in columns))
     console.print(table)
     for line in targets(scores):
         console.print(line.replace("**", ""))
@@ -341,7 +342,7 @@ def print_families(
 ) -> None:
     """A trap suite's wrong-memory rate per family (and per language, and over all), printed."""
     table = Table(title=f"{title} · wrong-memory rate per family ↓", title_justify="left")
-    table.add_column("family")
+    table.add_column("family", overflow="fold")
     table.add_column("n", justify="right")
     for system in REPORTED:
         table.add_column(system, justify="right")
