@@ -138,6 +138,7 @@ def markdown(
         ("Trap suite", scores.traps, scores.trap_counts, scores.trap_forbidden),
         ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
         ("Seed trap suite", scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
+        ("Fresh seed suite", scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
     ):
         if not rates:
             continue
@@ -245,6 +246,14 @@ def chart(scores: Scores, path: Path) -> None:
         panels.append(
             ("seed traps: wrong-memory rate ↓", list(scores.seedtraps_counts), scores.seedtraps)
         )
+    if scores.seedfresh:
+        panels.append(
+            (
+                "fresh seed suite: wrong-memory rate ↓",
+                list(scores.seedfresh_counts),
+                scores.seedfresh,
+            )
+        )
     if scores.locomo:
         cats = list(scores.locomo_counts)
         values = {s: {c: scores.locomo[s][c]["recall@5"] for c in cats} for s in REPORTED}
@@ -295,14 +304,21 @@ def print_headline(scores: Scores, console: Console) -> None:
     headline = scores.headline()
     table = Table(title="memstream bench quality · headline", title_justify="left")
     table.add_column("system")
-    columns = list(next(iter(headline.values())))
+    rows = list(headline.values())
+    columns = [c for c in rows[0] if any(row.get(c) is not None for row in rows)]  # those run
     for column in columns:
         table.add_column(column, justify="right")
     for system, row in headline.items():
-        table.add_row(system, *(_cell(c, v) for c, v in row.items()))
+        table.add_row(system, *(_cell(c, row.get(c)) for c in columns))
     console.print(table)
     for line in targets(scores):
         console.print(line.replace("**", ""))
+    for title, rates, counts in (
+        ("seed trap suite", scores.seedtraps, scores.seedtraps_counts),
+        ("fresh seed suite", scores.seedfresh, scores.seedfresh_counts),
+    ):
+        if rates:
+            print_families(title, rates, counts, console)
     if scores.gate:
         g = scores.gate["all"]
         console.print(
@@ -316,3 +332,20 @@ def print_headline(scores: Scores, console: Console) -> None:
             f"seed gate set, {side}: false-skip {g['false-skip rate']:.1%}, invalid-query "
             f"{g['invalid-query rate']:.1%}"
         )
+
+
+def print_families(
+    title: str,
+    rates: Mapping[str, Mapping[str, float]],
+    counts: Mapping[str, int],
+    console: Console,
+) -> None:
+    """A trap suite's wrong-memory rate per family (and per language, and over all), printed."""
+    table = Table(title=f"{title} · wrong-memory rate per family ↓", title_justify="left")
+    table.add_column("family", overflow="fold")
+    table.add_column("n", justify="right")
+    for system in REPORTED:
+        table.add_column(system, justify="right")
+    for family, n in counts.items():
+        table.add_row(family, str(n), *(_pct(rates.get(s, {}).get(family)) for s in REPORTED))
+    console.print(table)

@@ -48,7 +48,8 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", "seedtraps")
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", "seedtraps", "seedfresh")
+SEED_SUITES = ("seedtraps", "seedfresh")  # kept out of the gate set
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,10 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         suites.append(timeqa_suite(root))
     if "seedtraps" in options.suites:
         suites.append(seed_trap_suite(options.traps_per_family, now, options.seed))
+    if "seedfresh" in options.suites:
+        from memstream.bench.quality.seedfresh import seed_fresh_suite
+
+        suites.append(seed_fresh_suite(options.traps_per_family, now, options.seed))
     return suites
 
 
@@ -349,7 +354,7 @@ def run_quality(options: Options, console: Console) -> tuple[list[SuiteRun], dic
     model.cache_tag = tag  # type: ignore[attr-defined]
     texts = [text for suite in suites for _, _, text in documents(suite)]
     texts += [q.query for suite in suites for q in suite.questions]
-    gate_questions = gate_set([s for s in suites if s.name != "seedtraps"], options.seed)
+    gate_questions = gate_set([s for s in suites if s.name not in SEED_SUITES], options.seed)
     gate_questions += seed_gate_questions(suites, options.seed)  # reported apart
     texts += [q.query for q in gate_questions]
     personal = personal_set(datetime.now(UTC)) if suites else None

@@ -47,6 +47,9 @@ class Scores:
     seedtraps: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
     seedtraps_counts: dict[str, int] = field(default_factory=dict)
     seedtraps_forbidden: dict[str, int] = field(default_factory=dict)
+    seedfresh: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    seedfresh_counts: dict[str, int] = field(default_factory=dict)
+    seedfresh_forbidden: dict[str, int] = field(default_factory=dict)
     seed_gate: dict[str, dict[str, float]] = field(default_factory=dict)  # seed_gate_rates
     seed_gate_misses: list[str] = field(default_factory=list)
     timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
@@ -79,6 +82,9 @@ class Scores:
             if self.seedtraps:  # only when it ran: the default run does not include it
                 seed = self.seedtraps.get(system, {}).get("all")
                 rows[system]["seed trap wrong-memory rate ↓"] = seed
+            if self.seedfresh:  # likewise
+                fresh = self.seedfresh.get(system, {}).get("all")
+                rows[system]["fresh seed wrong-memory rate ↓"] = fresh
         return rows
 
 
@@ -97,12 +103,14 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 
 def score_traps(run: SuiteRun, scores: Scores) -> None:
     """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``, the seed
-    suite into ``scores.seedtraps*`` (also per language: "all · en", "all · zh")."""
+    suite into ``scores.seedtraps*``, the fresh seed suite into ``scores.seedfresh*`` (both also
+    per language: "all · en", "all · zh")."""
     rates, counts, forbidden = {
         "heldout": (scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
         "seedtraps": (scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
+        "seedfresh": (scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
     }.get(run.suite.name, (scores.traps, scores.trap_counts, scores.trap_forbidden))
-    seed = run.suite.name == "seedtraps"
+    seed = run.suite.name in ("seedtraps", "seedfresh")
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -279,7 +287,7 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
     for run in runs:
-        if run.suite.name in ("traps", "heldout", "seedtraps"):
+        if run.suite.name in ("traps", "heldout", "seedtraps", "seedfresh"):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
