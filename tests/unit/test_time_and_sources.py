@@ -274,3 +274,21 @@ def test_the_named_kind_of_record_comes_before_the_users_notes() -> None:
     where = score_candidates(ask("where is my order?"), pool, NOW)
     assert all(name != "kind" for r in where if r.candidate.version_id == "shipment"
                for name, _ in r.factors)  # fmt: skip
+
+
+# --- a state the question names --------------------------------------------------------------
+
+
+def test_the_overdue_complaint_answers_which_one_is_overdue() -> None:
+    pool = [
+        memory("fresh", "Complaint: the blender lid cracked. Processing.", NOW - timedelta(hours=5),
+               fact_type="complaint", source="ticketing", status="in_progress", vector=0.6),
+        memory("overdue", "Complaint: the kettle leaks. Processing.", NOW - timedelta(days=4),
+               fact_type="complaint", source="ticketing", status="in_progress", vector=0.55),
+        memory("done", "Complaint: the toaster burns bread. Resolved.", NOW - timedelta(days=9),
+               fact_type="complaint", source="ticketing", status="resolved", vector=0.62),
+    ]  # fmt: skip
+    for query in ("which of my complaints is overdue?", "我哪个投诉逾期了？"):
+        ranked = score_candidates(ask(query), pool, NOW)
+        assert ids(ranked)[0] == "overdue", query
+        assert ranked[0].effective_status == "escalated"

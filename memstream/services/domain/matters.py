@@ -42,12 +42,26 @@ about equally relevant by text (measured: fused 0.61-0.64) and the order and the
 come from the ERP (authority 1.0 against ticketing's 0.85), so without the rule the record
 that answers the question came third.
 
-Both rules act on ``scores.final`` and are recorded in the result's ``factors``; the served order
+A question that *names a flagged state* ("which of my complaints is overdue?", "the recalled
+one", "逾期的投诉", "高风险"; ``named_states``) asks for the matters in that state. (Open against
+settled is the current-state rule above: "is it resolved?" asks whether it is, and the open
+matter is the answer.) For every fact type and binding among the results:
+
+    a matter whose effective state (``effective_status``: an open matter past
+    ``StateRules.escalate_after`` is ``escalated``) is not the one named yields to the matters
+    of that fact type in the named state whose relevance is at least ``RELEVANCE_SHARE`` of its
+    own (factor ``state``).
+
+Why: the three complaints of a customer share the question's words equally; "overdue" is told
+by the state rule (48 hours without resolution), not by the words.
+
+All rules act on ``scores.final`` and are recorded in the result's ``factors``; the served order
 is the order of the finals. Pure. Must not import any I/O library.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memstream.services.domain.query import ScoredResult
@@ -58,15 +72,37 @@ from memstream.services.domain.yielding import RELEVANCE_SHARE, YIELD_SHARE, yie
 __all__ = [
     "RELEVANCE_SHARE",
     "YIELD_SHARE",
+    "is_matter",
     "is_problem_record",
     "is_settled_matter",
     "matters_first",
+    "named_states",
 ]
 
 SETTLED_STATUSES = frozenset({"resolved", "closed", "done", "completed", "refunded", "settled"})
 PROBLEM_FACT_TYPES = frozenset({"complaint", "ticket", "support_case", "issue", "incident"})
 SETTLED = "settled"
 PROBLEM = "problem"
+STATE = "state"
+# Words that name a state of a matter → the effective statuses they ask for.
+_STATE_WORDS = (
+    (("overdue", "escalated", "past due", "逾期", "超时", "超期"), {"escalated"}),
+    (("high risk", "high-risk", "recall", "recalled", "高风险", "召回"), {"high_risk"}),
+)  # fmt: skip
+
+
+def named_states(query: str) -> frozenset[str]:
+    """The effective statuses a question names (see the module docstring); empty for none."""
+    text = query.casefold()
+    for words, states in _STATE_WORDS:
+        for word in words:
+            if word.isascii():
+                found = re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", text) is not None
+            else:
+                found = word in text
+            if found:
+                return frozenset(states)
+    return frozenset()
 
 
 def is_settled_matter(result: ScoredResult, rules: StateRules) -> bool:
@@ -75,6 +111,11 @@ def is_settled_matter(result: ScoredResult, rules: StateRules) -> bool:
     if candidate.fact_type.casefold() not in rules.escalating_fact_types:
         return False
     return candidate.status.strip().casefold() in SETTLED_STATUSES
+
+
+def is_matter(result: ScoredResult, rules: StateRules) -> bool:
+    """A memory of a fact type that runs a course (complaints, tickets, returns …)."""
+    return result.candidate.fact_type.casefold() in rules.escalating_fact_types
 
 
 def _entity(result: ScoredResult) -> tuple[str, ...]:
@@ -102,6 +143,19 @@ def matters_first(
             leads=is_problem_record,
             yields=lambda r: not is_problem_record(r),
             group=_entity,
+        )
+    states = named_states(reading.text)
+    if states:
+
+        def in_state(result: ScoredResult) -> bool:
+            return (result.effective_status or result.candidate.status).casefold() in states
+
+        out = yield_to(
+            out,
+            STATE,
+            leads=lambda r: is_matter(r, rules) and in_state(r),
+            yields=lambda r: is_matter(r, rules) and not in_state(r),
+            group=lambda r: (r.candidate.fact_type.casefold(), r.binding_kind),
         )
     if reading.current_state:
         out = yield_to(
