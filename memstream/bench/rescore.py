@@ -11,16 +11,12 @@ One run on this machine, in a temporary data dir with its own embedded PostgreSQ
    versions it read and the changes it made.
 
 The share of one core is the pass's wall time over the period: an upper bound (the pass waits on
-PostgreSQL part of the time). Nothing is asserted. Runs on the code it is imported with, so the
-same file measures an older checkout (``python memstream/bench/rescore.py`` with that checkout
-first on ``PYTHONPATH``).
+PostgreSQL part of the time). Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-import psycopg
 from rich.console import Console
 from rich.table import Table
 
@@ -38,20 +33,6 @@ out = Console(highlight=False)
 TENANT = "bench-rescore"
 DIM = 384
 PERIOD = timedelta(seconds=60)  # MEMSTREAM_RESCORE_SECONDS' default
-
-_STORE = """
-INSERT INTO tenants (tenant_id) VALUES (%(t)s) ON CONFLICT DO NOTHING;
-INSERT INTO memory_versions (version_id, tenant_id, memory_key, version, event_id, entity_type,
-    entity_id, entities, anchors, fact_type, content, attributes, search_text, source_system,
-    status, op, occurred_at, valid_from, recorded_at, is_current, indexed_at)
-SELECT md5('v' || i)::uuid, %(t)s, 'm:' || i, 1, 'e:' || i, 'customer', 'C-' || i %% 5000, '[]',
-    ARRAY['customer:C-' || i %% 5000], CASE WHEN i %% 100 = 0 THEN 'complaint' ELSE 'note' END,
-    'Customer note ' || i, '{}', 'Customer note ' || i, 'crm',
-    CASE WHEN i %% 100 = 0 THEN 'pending' ELSE 'active' END, 'UPSERT',
-    now() - make_interval(secs => (i * 864000.0 / %(total)s)),
-    now() - make_interval(secs => (i * 864000.0 / %(total)s)), now(), true, now()
-FROM generate_series(0, %(total)s - 1) AS i
-"""
 
 
 @dataclass
@@ -68,13 +49,7 @@ async def _points(root: Path, dsn: str) -> None:
     from memstream.services import bootstrap
     from memstream.services.ports import VectorPoint
 
-    async with await psycopg.AsyncConnection.connect(dsn) as conn:
-        cur = await conn.execute(
-            "SELECT version_id::text, memory_key FROM memory_versions"
-            " WHERE tenant_id = %s AND fact_type = 'complaint'",
-            (TENANT,),
-        )
-        rows = await cur.fetchall()
+    rows = await bootstrap.rescore_bench_points(dsn, TENANT)
     index = bootstrap.copy_index(root, DIM)
     rng = np.random.default_rng(3)
     try:
@@ -93,14 +68,11 @@ async def _points(root: Path, dsn: str) -> None:
 
 
 async def _passes(dsn: str, root: Path) -> list[Pass]:
-    from memstream.services.bootstrap import tools
-    from memstream.services.handlers.rescore import Rescorer
+    from memstream.services import bootstrap
 
     now = [datetime.now(UTC) + timedelta(days=3)]
     passes = []
-    async with tools.offline_rescorer(dsn, root, DIM, lambda: now[0]) as rescorer:
-        if "period" in inspect.signature(Rescorer.__init__).parameters:
-            rescorer._period = PERIOD  # an older rescorer: as the worker configures it
+    async with bootstrap.offline_rescorer(dsn, root, DIM, lambda: now[0]) as rescorer:
         for label, at in (
             ("first pass, three days on", now[0]),
             ("next pass, one period later", now[0] + PERIOD + timedelta(seconds=1)),
@@ -119,6 +91,7 @@ async def _passes(dsn: str, root: Path) -> list[Pass]:
 def bench_rescore(total: int) -> tuple[float, list[Pass]]:
     from memstream.ops.migrate import migrate
     from memstream.ops.stack import EmbeddedStack
+    from memstream.services import bootstrap
 
     with tempfile.TemporaryDirectory(prefix="memstream-bench-rescore-") as tmp:
         stack = EmbeddedStack(Settings(data_dir=Path(tmp), web_port=0), write_runtime=False)
@@ -128,10 +101,7 @@ def bench_rescore(total: int) -> tuple[float, list[Pass]]:
             migrate(resolved.postgres_dsn)
             out.print(f"writing {total} current versions in bulk …")
             started = time.monotonic()
-            with psycopg.connect(resolved.postgres_dsn, autocommit=True) as conn:
-                for statement in _STORE.split(";\n"):
-                    conn.execute(statement.encode(), {"t": TENANT, "total": total})
-                conn.execute("VACUUM ANALYZE")
+            bootstrap.rescore_bench_store(resolved.postgres_dsn, TENANT, total)
             asyncio.run(_points(resolved.vector_root, resolved.postgres_dsn))
             build_s = time.monotonic() - started
             out.print("rescoring …")
@@ -153,8 +123,3 @@ def print_rescore(total: int, build_s: float, passes: list[Pass]) -> None:
             f"{p.seconds:.2f} s", f"{p.cpu_seconds:.2f} s", f"≤ {share:.1%} per 60 s",
         )  # fmt: skip
     out.print(table)
-
-
-if __name__ == "__main__":  # an older checkout has no ``bench rescore``: run this file
-    size = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    print_rescore(size, *bench_rescore(size))
