@@ -504,6 +504,8 @@ def _wal_files(wal: Path) -> dict[int, str]:
 def _roll_wal(engine: qe.EdgeShard, wal: Path) -> None:
     """Append filler until no WAL file that held an entry now is left (see ``compact``)."""
     before = set(_wal_files(wal))
+    if not before:  # another layout than the one measured: refuse rather than keep bytes
+        raise AdapterError(f"no write-ahead log segment found in {wal}: cannot roll it")
     nothing = qe.Filter(
         must=[qe.FieldCondition(key="tenant_id", match=qe.MatchValue("\x00wal-filler"))]
     )
