@@ -287,9 +287,10 @@ class QdrantEdgeIndex:
         point's payload in its segment and in the WAL, and ``optimize`` with the engine's
         defaults vacuums nothing below 20 % deleted. The shard is reopened with
         ``_VACUUM_ONLY`` (vacuum any segment with a deleted point; no merge, no index build),
-        optimised, then filler operations (``_wal_filler``) are appended until every WAL file
+        optimised, then filler operations (``_roll_wal``) are appended until every WAL file
         that held data at the deletion has been removed. The cost is the size of the segments
-        that held the points plus ≤ 2 WAL segments (64 MiB), not the shard. Crash safety is the
+        that held the points plus ≤ 2 WAL segments (64 MiB) — the whole shard when it is one
+        segment, as a shard never optimised is (docs/erasure.md). Crash safety is the
         engine's (a segment is optimised beside the old one and swapped in); an interrupted run
         is finished by the next one. Holds the shard's lock throughout (reads and writes wait).
         """
