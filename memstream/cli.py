@@ -113,7 +113,8 @@ def _parser() -> _Parser:
         "bench", help="benchmarks that print figures (ingest, query, replay, quality)"
     )
     bench.add_argument(
-        "what", choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker"]
+        "what",
+        choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker", "rescore"],
     )
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(

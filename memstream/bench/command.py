@@ -253,6 +253,11 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_broker(bench_broker([int(n) for n in args.batches.split(",") if n.strip()]))
         return 0
+    if args.what == "rescore":
+        from memstream.bench.rescore import bench_rescore, print_rescore
+
+        print_rescore(args.versions, *bench_rescore(args.versions))
+        return 0
     if args.what == "erasure":
         from memstream.bench.erasure import bench_erasure, print_erasure
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from memstream.ops.local import LocalMemstream
 from memstream.ops.migrate import migrate
+from memstream.services.domain.decay import DEFAULT_DECAY
+from memstream.services.domain.decay import recency as recency_at
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.handlers.rescore import Rescorer
 from memstream.services.ports import VectorFilter
@@ -67,42 +71,83 @@ async def test_rescoring_moves_recency_and_state_as_the_rules_say(
             ]
         )
         rescorer = local.container.rescorer
-        first = await rescorer.run_once()
-        # Fresh versions are stored as scored; nothing material to propagate yet.
-        assert (first.examined, first.changed) == (2, 0)
-        assert (await rescorer.run_once()).examined == 0, "nothing is due again at once"
+        # Nothing is due: a fresh complaint escalates only after 48 h, a note never changes.
+        assert (await rescorer.run_once()).examined == 0
 
         clock.now = start + timedelta(days=3)
         again = await rescorer.run_once()
-        assert (again.examined, again.changed) == (2, 2)
+        assert (again.examined, again.changed) == (1, 1), "the complaint only: it escalated"
+        assert (await rescorer.run_once()).examined == 0, "nothing is due again at once"
 
-        def scores() -> dict[str, tuple[float, str, object]]:
-            with psycopg.connect(pg_dsn) as conn:
-                rows = conn.execute(
-                    "SELECT m.memory_key, s.recency, s.effective_status, s.scored_at"
-                    " FROM version_scores s JOIN memory_versions m USING (version_id)"
-                    " WHERE m.tenant_id = %s",
-                    (tenant,),
-                ).fetchall()
-            return {key: (recency, status, at) for key, recency, status, at in rows}
-
-        now = scores()
-        assert now["complaint:1"][:2] == (1.0, "escalated"), "pending > 48 h; open: no decay"
-        note_recency = 0.5 ** ((3 * 24 + 1) / (90 * 24))  # notes: 90-day half-life
-        assert abs(now["note:1"][0] - note_recency) < 1e-6
-        assert now["note:1"][2] == clock.now
+        with psycopg.connect(pg_dsn) as conn:
+            rows = conn.execute(
+                "SELECT m.memory_key, s.recency, s.effective_status, s.scored_at"
+                " FROM version_scores s JOIN memory_versions m USING (version_id)"
+                " WHERE m.tenant_id = %s",
+                (tenant,),
+            ).fetchall()
+        assert [r[:3] for r in rows] == [("complaint:1", 1.0, "escalated")]
+        assert rows[0][3] == clock.now
 
         hits = await local.container.index.search(tenant, [1.0] + [0.0] * 383, VectorFilter(), 2)
         payloads = {h.payload["memory_key"]: h.payload for h in hits}
         assert payloads["complaint:1"]["effective_status"] == "escalated"
-        assert abs(payloads["note:1"]["recency"] - note_recency) < 1e-9
+        assert "effective_status" not in payloads["note:1"]
+    finally:
+        await local.stop()
 
-        # A rule changed at run time is used by the next run, without a restart.
-        await local.container.rules.set_rule(tenant, "half_life", "note", 3600.0)
-        clock.now = start + timedelta(days=3, minutes=5)
-        faster = await rescorer.run_once()
-        assert faster.changed >= 1
-        assert scores()["note:1"][0] < 1e-6
+
+async def test_a_reply_shows_the_recency_of_its_now_however_long_ago_it_was_rescored(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    """Recency is computed by the query from the version's time and the tenant's half-lives:
+    the reply at a given ``now`` is the same whether the version was scored a year ago, just
+    now or never, and a half-life changed at run time is used at once."""
+    migrate(fresh_pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
+    local = await LocalMemstream.start(settings, clock=clock)
+    occurred = start - timedelta(hours=1)
+    try:
+        await local.ingest(
+            [
+                {
+                    "event_id": "r1",
+                    "tenant_id": tenant,
+                    "memory_key": "complaint:9",
+                    "entity_type": "customer",
+                    "entity_id": "C-9",
+                    "fact_type": "complaint",
+                    "content": "Parcel arrived damaged, refund issued",
+                    "source_system": "ticketing",
+                    "status": "resolved",
+                    "occurred_at": occurred.isoformat(),
+                }
+            ]
+        )
+        await local.container.rescorer.run_once()  # scored "long ago": at the start
+
+        async def recency() -> float:
+            reply = await local.retrieve(
+                {"request_id": uuid.uuid4().hex, "tenant_id": tenant, "limit": 3,
+                 "query": "which parcel arrived damaged?", "force": True}
+            )  # fmt: skip
+            (result,) = [r for r in reply["results"] if r["memory_key"] == "complaint:9"]
+            return float(result["scores"]["recency"])
+
+        clock.now = start + timedelta(days=400)
+        age = clock.now - occurred
+        expected = recency_at(occurred, clock.now, DEFAULT_DECAY.half_life("complaint"))
+        assert expected == pytest.approx(0.5 ** (age / timedelta(days=7)), rel=1e-9)
+        assert await recency() == pytest.approx(expected, rel=1e-9)
+        await local.container.rescorer.run_once()  # rescored now: the reply does not move
+        assert await recency() == pytest.approx(expected, rel=1e-9)
+
+        clock.now = start + timedelta(days=3)
+        faster = recency_at(occurred, clock.now, timedelta(hours=1))
+        await local.container.rules.set_rule(tenant, "half_life", "complaint", 3600.0)
+        assert await recency() == pytest.approx(faster, rel=1e-9), "the tenant's override"
     finally:
         await local.stop()
 
@@ -116,21 +161,26 @@ async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
     settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
     local = await LocalMemstream.start(settings, clock=clock)
     try:
+
+        def event(kind: str, i: int, at: datetime) -> dict[str, str]:
+            return {
+                "event_id": f"{kind}{i}@{at.isoformat()}",
+                "tenant_id": tenant,
+                "memory_key": f"{kind}:{i}@{at.isoformat()}",
+                "entity_type": "customer",
+                "entity_id": f"C-{i}",
+                "fact_type": kind,
+                "content": f"{kind} number {i} about evening deliveries",
+                "source_system": "crm",
+                "status": "pending" if kind == "complaint" else "active",
+                "occurred_at": (at - timedelta(hours=1)).isoformat(),
+            }
+
+        later = start + timedelta(hours=13)  # occurred 12 h from now: escalates at 60 h
         await local.ingest(
-            [
-                {
-                    "event_id": f"n{i}",
-                    "tenant_id": tenant,
-                    "memory_key": f"note:{i}",
-                    "entity_type": "customer",
-                    "entity_id": f"C-{i}",
-                    "fact_type": "note",
-                    "content": f"Note number {i} about evening deliveries",
-                    "source_system": "crm",
-                    "occurred_at": (start - timedelta(hours=1)).isoformat(),
-                }
-                for i in range(11)
-            ]
+            [event("complaint", i, start) for i in range(11)]
+            + [event("note", i, start) for i in range(20)]
+            + [event("complaint", i, later) for i in range(6)]
         )
         announced = []
 
@@ -139,10 +189,10 @@ async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
 
         c = local.container
         rescorer = Rescorer(c.rules, c.index, announce, clock, batch=4)
-        clock.now = start + timedelta(days=3)
+        clock.now = start + timedelta(hours=50)
         report = await rescorer.catch_up(timedelta(minutes=1))
         assert (report.examined, report.changed, report.runs) == (11, 11, 3)
-        assert sorted(announced) == sorted(f"note:{i}" for i in range(11))
+        assert sorted(announced) == sorted(f"complaint:{i}@{start.isoformat()}" for i in range(11))
         assert (await rescorer.catch_up(timedelta(minutes=1))).examined == 0
         # The budget bounds it: one run, then the rest waits for the next tick.
         clock.now = start + timedelta(days=6)

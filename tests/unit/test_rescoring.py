@@ -1,3 +1,4 @@
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from memstream.services.domain.decay import DEFAULT_DECAY
@@ -66,7 +67,7 @@ def test_immaterial_changes_are_not_changes() -> None:
     assert base.differs(None)
 
 
-def test_a_fresh_version_is_material_only_when_its_state_or_recency_moved() -> None:
+def test_a_fresh_version_is_material_only_when_its_state_moved() -> None:
     from memstream.services.domain.rescoring import is_material
 
     version = complaint()
@@ -75,3 +76,39 @@ def test_a_fresh_version_is_material_only_when_its_state_or_recency_moved() -> N
     late = time_scores(version, T0 + timedelta(days=3), DEFAULT_DECAY, DEFAULT_STATE_RULES)
     assert is_material(late, None, version), "pending → escalated"
     assert not is_material(late, late, version)
+    resolved = complaint("resolved")
+    old = time_scores(resolved, T0 + timedelta(days=30), DEFAULT_DECAY, DEFAULT_STATE_RULES)
+    assert old.recency < 0.1 and not is_material(old, None, resolved), "recency alone: no"
+
+
+def test_only_open_matters_and_expiring_versions_have_transitions() -> None:
+    from memstream.services.domain.rescoring import is_due, transitions
+
+    rules = DEFAULT_STATE_RULES
+    assert transitions(complaint(), rules) == (T0 + rules.escalate_after,)
+    assert transitions(complaint("resolved"), rules) == ()
+    note = dataclasses.replace(complaint("active"), fact_type="note")
+    assert transitions(note, rules) == ()
+    expiring = dataclasses.replace(note, valid_to=T0 + timedelta(days=5))
+    assert transitions(expiring, rules) == (T0 + timedelta(days=5),)
+    day3, day6 = T0 + timedelta(days=3), T0 + timedelta(days=6)
+    assert not is_due(complaint(), None, T0 + timedelta(hours=1), rules)
+    assert is_due(complaint(), None, day3, rules)
+    assert not is_due(complaint(), day3, day6, rules), "escalated once: done"
+    assert is_due(complaint(), T0 + timedelta(hours=1), day3, rules)
+    assert not is_due(expiring, day3, day3, rules) and is_due(expiring, day3, day6, rules)
+
+
+def test_the_due_indexes_repeat_the_state_rules() -> None:
+    """The partial indexes of migration 0014 must match the rules the due query is built
+    from, or the planner cannot use them (the pass would read every current version)."""
+    from pathlib import Path
+
+    import memstream.ops
+
+    text = (Path(memstream.ops.__file__).parent / "migrations" / "0014_rescore_due.sql").read_text()
+    rules = DEFAULT_STATE_RULES
+    opened = ", ".join(f"'{s}'" for s in sorted(rules.open_statuses))
+    escalating = ", ".join(f"'{f}'" for f in sorted(rules.escalating_fact_types))
+    assert f"lower(btrim(status)) IN ({opened})" in text
+    assert f"lower(fact_type) IN ({escalating})" in text

@@ -4,8 +4,9 @@
 query path reads them on every uncached retrieval and the rescoring timer once per tenant per
 run, so a change takes effect without a restart (no in-process cache: a reply computed with
 stale rules could otherwise be cached again after the tenant's replies were invalidated).
-``version_scores`` holds each current version's recency / state as last rescored; writes are
-guarded (compare-and-set on ``scored_at``) so several workers may rescore at once.
+``version_scores`` holds the state (and the recency at that moment) of the current versions
+whose state the clock changed, as last rescored; writes are guarded (compare-and-set on
+``scored_at``) so several workers may rescore at once.
 Must not import handlers or streams.
 """
 
@@ -23,19 +24,34 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memstream.services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
+from memstream.services.domain.trust import DEFAULT_STATE_RULES, StateRules
 
 KINDS = ("half_life", "authority")
 # The version columns of ``m`` (memory_versions) next to its scores.
 _M_COLUMNS = sql.SQL(", ").join(
     sql.SQL("m." + column.strip()) for column in VERSION_COLUMNS.split(",")
 )
-_DUE = sql.SQL(
-    "SELECT {}, s.recency AS s_recency, s.state AS s_state,"
-    " s.effective_status AS s_status, s.scored_at AS s_scored_at"
-    " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
-    " WHERE m.is_current AND (s.scored_at IS NULL OR s.scored_at < %s)"
-    " ORDER BY s.scored_at NULLS FIRST, m.version_id LIMIT %s"
-).format(_M_COLUMNS)
+
+
+def _due_query(state: StateRules) -> sql.Composed:
+    """Current versions past a transition (``rescoring.transitions``) since they were last
+    scored. Each arm matches a partial index of migration 0014 (the same literals, so the
+    planner can use it): the pass reads the versions whose state can change by the clock,
+    never the whole store."""
+    opened = sql.SQL(", ").join(sql.Literal(s) for s in sorted(state.open_statuses))
+    escalating = sql.SQL(", ").join(sql.Literal(f) for f in sorted(state.escalating_fact_types))
+    return sql.SQL(
+        "SELECT {columns}, s.recency AS s_recency, s.state AS s_state,"
+        " s.effective_status AS s_status, s.scored_at AS s_scored_at"
+        " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
+        " WHERE m.is_current AND ("
+        "  (m.valid_to IS NOT NULL AND m.valid_to <= %(now)s"
+        "   AND (s.scored_at IS NULL OR s.scored_at <= m.valid_to))"
+        "  OR (lower(btrim(m.status)) IN ({opened}) AND lower(m.fact_type) IN ({escalating})"
+        "   AND m.occurred_at <= %(now)s - %(escalate)s"
+        "   AND (s.scored_at IS NULL OR s.scored_at <= m.occurred_at + %(escalate)s)))"
+        " LIMIT %(limit)s"
+    ).format(columns=_M_COLUMNS, opened=opened, escalating=escalating)
 
 
 class PostgresRules:
@@ -84,13 +100,14 @@ class PostgresRules:
             raise translate(exc, f"setting a rule of tenant {tenant_id!r}") from exc
 
     async def due(
-        self, stale_before: datetime, limit: int
+        self, now: datetime, limit: int, state: StateRules = DEFAULT_STATE_RULES
     ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
-        """Current versions never scored or scored before ``stale_before``, oldest first."""
+        """Current versions with a state transition passed since they were last scored."""
         try:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                await cur.execute(_DUE, (stale_before, limit))
+                params = {"now": now, "escalate": state.escalate_after, "limit": limit}
+                await cur.execute(_due_query(state), params)
                 rows = await cur.fetchall()
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, "listing versions due for rescoring") from exc

@@ -28,6 +28,8 @@ from memstream.services.bootstrap.tools import (
     open_repository,
     postgres_version,
     rebuild_tools,
+    rescore_bench_points,
+    rescore_bench_store,
     stores,
 )
 from memstream.services.bootstrap.worker import (
@@ -77,6 +79,8 @@ __all__ = [
     "open_repository",
     "postgres_version",
     "rebuild_tools",
+    "rescore_bench_points",
+    "rescore_bench_store",
     "resolve_model_path",
     "service_key",
     "stores",

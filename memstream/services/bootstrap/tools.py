@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memstream.schemas import codec
-from memstream.services.adapters import postgres_bench_erasure
+from memstream.services.adapters import postgres_bench_erasure, postgres_bench_rescore
 from memstream.services.adapters.embedding import (
     SentenceTransformerEmbedder,
 )
@@ -261,3 +261,13 @@ async def erasure_bench_points(
 ) -> list[tuple[str, str, list[str]]]:
     """(version_id, memory_key, anchors) of the bench tenant's first ``limit`` versions."""
     return await postgres_bench_erasure.points(dsn, tenant, limit)
+
+
+def rescore_bench_store(dsn: str, tenant: str, total: int) -> None:
+    """``bench rescore``'s store, written in bulk (adapters.postgres_bench_rescore)."""
+    postgres_bench_rescore.write_store(dsn, tenant, total)
+
+
+async def rescore_bench_points(dsn: str, tenant: str) -> list[tuple[str, str]]:
+    """(version_id, memory_key) of the bench tenant's complaints."""
+    return await postgres_bench_rescore.complaints(dsn, tenant)

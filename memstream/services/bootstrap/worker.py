@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -235,9 +235,7 @@ async def build(
             log.warning("rules of tenant %s unavailable, using defaults: %s", tenant_id, exc)
             return Profile()
 
-    rescorer = Rescorer(
-        rules, index, sink.scored, clock, period=timedelta(seconds=settings.rescore_seconds)
-    )
+    rescorer = Rescorer(rules, index, sink.scored, clock)
     retriever = Retriever(
         PostgresMemoryQueries(repo.pool),
         index,

@@ -1,8 +1,12 @@
-"""Rescoring: the parts of trust that change with time or rules, for one version.
+"""Rescoring: the parts of trust that change with time, for one version.
 
-Recency (half-life per fact type) and state consistency (e.g. a complaint pending over 48 h is
-escalated) are recomputed as the clock moves; a change is worth publishing only when it is
-material. Pure: ``now`` is a parameter. Must not import any I/O library.
+Recency is a function of time that every query computes (``ranking.matter_recency``: the
+version's ``occurred_at``, its fact type's half-life, the tenant's overrides), so it is never
+stored to be read back. What must be materialised is what changes state: an open matter that
+becomes ``escalated`` (``escalate_after``) and a version whose ``valid_to`` passes
+(``superseded``). ``transitions`` says when those happen; the rescorer visits a version only
+once one of them has passed since it was last scored, and a change is worth publishing only
+when the state moved. Pure: ``now`` is a parameter. Must not import any I/O library.
 """
 
 from __future__ import annotations
@@ -42,14 +46,39 @@ def as_ingested(version: MemoryVersion) -> TimeScores:
 
 
 def is_material(scores: TimeScores, previous: TimeScores | None, version: MemoryVersion) -> bool:
-    """Whether ``scores`` must be propagated: against the last stored scores, or — for a version
-    never scored — against what it carried when recorded (most fresh versions: nothing to do)."""
-    if previous is not None:
-        return scores.differs(previous)
-    baseline = as_ingested(version)
-    return (
-        scores.effective_status != baseline.effective_status
-        or abs(scores.recency - baseline.recency) >= MATERIAL_RECENCY_CHANGE
+    """Whether ``scores`` must be propagated: the state moved since the last stored scores, or
+    — for a version never scored — from the status it was recorded with. Recency alone never
+    is: any reader computes it from the version's time (see the module docstring)."""
+    baseline = previous if previous is not None else as_ingested(version)
+    return scores.effective_status != baseline.effective_status or (
+        previous is not None and abs(scores.state - previous.state) >= MATERIAL_RECENCY_CHANGE
+    )
+
+
+def transitions(version: MemoryVersion, state: StateRules) -> tuple[datetime, ...]:
+    """The moments at which ``version``'s effective state changes by the clock alone: its
+    escalation (an open matter ``escalate_after`` its ``occurred_at``) and its expiry
+    (``valid_to``). Empty for most versions: nothing about them changes until a new event."""
+    moments = []
+    candidate = Candidate.from_version(version)
+    status = candidate.status.strip().casefold() or "active"
+    if status in state.open_statuses and version.fact_type.casefold() in (
+        state.escalating_fact_types
+    ):
+        moments.append(version.occurred_at + state.escalate_after)
+    if version.valid_to is not None:
+        moments.append(version.valid_to)
+    return tuple(sorted(moments))
+
+
+def is_due(
+    version: MemoryVersion, scored_at: datetime | None, now: datetime, state: StateRules
+) -> bool:
+    """Whether a transition of ``version`` has passed since it was last scored (never: since
+    it was recorded, with its published status)."""
+    return any(
+        moment <= now and (scored_at is None or scored_at <= moment)
+        for moment in transitions(version, state)
     )
 
 

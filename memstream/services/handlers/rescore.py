@@ -1,9 +1,11 @@
-"""handle_rescore: recompute the time-dependent parts of trust for current versions.
+"""handle_rescore: materialise the state changes the clock makes to current versions.
 
-Bounded per run, incremental (only versions whose scores are older than ``period``; only
-material changes are propagated), and safe on several workers at once (guarded writes). A
-change updates Postgres and the vector payload (recency, effective_status), and is announced
-on the scores topic. Rules are read per tenant at run time.
+Proportional to what changed: a run reads only the versions with a state transition passed
+since they were last scored (an open matter escalating, a ``valid_to`` passing: see
+``domain.rescoring``), never the whole store. Recency is not rescored: every query computes it
+from the version's time and the tenant's half-lives. Bounded per run and safe on several
+workers at once (guarded writes). A state change updates Postgres and the vector payload
+(``effective_status``) and is announced on the scores topic, with the recency at that moment.
 """
 
 from __future__ import annotations
@@ -35,14 +37,12 @@ class Rescorer:
         announce: Callable[[MemoryVersion, TimeScores, datetime], Awaitable[None]],
         clock: Callable[[], datetime],
         *,
-        period: timedelta = timedelta(minutes=5),
         batch: int = 500,
     ) -> None:
         self._rules = rules
         self._index = index
         self._announce = announce
         self._clock = clock
-        self._period = period
         self._batch = batch
 
     async def catch_up(self, budget: timedelta) -> RescoreReport:
@@ -61,7 +61,7 @@ class Rescorer:
 
     async def run_once(self) -> RescoreReport:
         now = self._clock()
-        due = await self._rules.due(now - self._period, self._batch)
+        due = await self._rules.due(now, self._batch)
         computed = []
         tenant_rules: dict[str, dict[str, dict[str, float]]] = {}
         for version, previous, seen in due:
@@ -88,10 +88,7 @@ class Rescorer:
         for tenant_id, items in by_tenant.items():
             await self._index.set_payloads(
                 tenant_id,
-                [
-                    (v.version_id, {"recency": s.recency, "effective_status": s.effective_status})
-                    for v, s in items
-                ],
+                [(v.version_id, {"effective_status": s.effective_status}) for v, s in items],
             )
         for version, scores in changed:
             await self._announce(version, scores, now)

@@ -127,8 +127,11 @@ class RulesRepository(Protocol):
         ...
 
     async def due(
-        self, stale_before: datetime, limit: int
-    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]: ...
+        self, now: datetime, limit: int
+    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
+        """Current versions with a state transition (``rescoring.transitions``) passed since
+        they were last scored: (version, last scores or None, scored_at or None)."""
+        ...
 
     async def save(
         self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
