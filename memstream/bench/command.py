@@ -37,7 +37,7 @@ from memstream.ops.stack import EmbeddedStack
 from memstream.ops.up import prepare
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
-from memstream.services.handlers.ingest import record_event
+from memstream.services.handlers.recording import record_event
 from memstream.services.ports import Position
 from memstream.services.settings import Settings
 
