@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.bench import cpu_budget
+from memstream.bench import cpu_budget, write_path
 from memstream.bench.kit import (
     publish_events,
     start_worker,
@@ -56,6 +56,7 @@ class Figures:
     pg_p99_ms: float
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, end to end
     model_cpu_ms_per_text: float = 0.0  # the model alone: CPU (all its threads) per text
+    writes: list[write_path.WritePath] = field(default_factory=list)  # no model, no broker
 
     def cpu_ms_outside_model(self) -> float:
         """CPU per event of the stack (worker, PostgreSQL, broker, Redis, publisher) less the
@@ -177,6 +178,7 @@ def _end_to_end(
                 worker.wait(60)
             assert resolved.postgres_dsn is not None
             samples = asyncio.run(_pg_latency(resolved.postgres_dsn, 2000))
+            writes = asyncio.run(write_path.measure(resolved.postgres_dsn, 2000, roots))
         finally:
             stack.stop()
     cuts = statistics.quantiles(samples, n=100)
@@ -191,6 +193,7 @@ def _end_to_end(
         cuts[98],
         cpu,
         model_cpu,
+        writes,
     )
 
 
@@ -234,6 +237,10 @@ def print_ingest(runs: list[Figures]) -> None:
     row("model alone, CPU per text (ms)", lambda f: f"{f.model_cpu_ms_per_text:.2f}")
     row("CPU per event outside the model (ms; the stack less the model)",
         lambda f: f"{f.cpu_ms_outside_model():.2f}")  # fmt: skip
+    for i, way in enumerate(w.way for w in first.writes):
+        row(f"write path alone, {way}: events/s; CPU per event, client / PostgreSQL (ms)",
+            lambda f, i=i: f"{f.writes[i].events_per_s:.0f}; {f.writes[i].client_cpu_ms:.2f} / "
+            f"{f.writes[i].postgres_cpu_ms:.2f}")  # fmt: skip
     row(f"cores busy (of {cores})",
         lambda f: f"{f.cpu_ms_per_event() * f.events / 1000 / f.seconds:.2f}")  # fmt: skip
     row(f"events/s {cores} cores allow at this cost",
