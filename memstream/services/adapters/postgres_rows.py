@@ -80,9 +80,13 @@ UPDATE_DERIVED = (
     "UPDATE memory_versions SET valid_to = %s, is_current = %s, superseded_at = %s,"
     " index_dirty = true WHERE version_id = %s"
 )
+# received_at is the version's recorded_at (the transaction time the domain placed the event
+# at), not the insert's clock: a batch validates its events before it writes them, and a moment
+# must cut the ledger (a replay's --until) where it cuts the versions (known_at).
 INSERT_LEDGER = (
     "INSERT INTO event_ledger (tenant_id, event_id, memory_key, op, version_id, outcome, topic,"
-    ' "partition", "offset", payload) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)'
+    ' "partition", "offset", payload, received_at)'
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
 )
 INSERT_TENANT = "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING"
 
@@ -136,4 +140,5 @@ def ledger_params(
         position.partition,
         position.offset,
         json.dumps(dict(raw), default=str),
+        placement.version.recorded_at,
     )
