@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from memstream.bench import cpu_budget
+from memstream.bench import cpu_budget, write_path
 from memstream.bench.kit import (
     publish_events,
     start_worker,
@@ -37,7 +37,7 @@ from memstream.ops.stack import EmbeddedStack
 from memstream.ops.up import prepare
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
-from memstream.services.handlers.ingest import record_event
+from memstream.services.handlers.recording import record_event
 from memstream.services.ports import Position
 from memstream.services.settings import Settings
 
@@ -55,28 +55,44 @@ class Figures:
     pg_p95_ms: float
     pg_p99_ms: float
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, end to end
+    model_cpu_ms_per_text: float = 0.0  # the model alone: CPU (all its threads) per text
+    writes: list[write_path.WritePath] = field(default_factory=list)  # no model, no broker
+
+    def cpu_ms_outside_model(self) -> float:
+        """CPU per event of the stack (worker, PostgreSQL, broker, Redis, publisher) less the
+        model's CPU per text: what ingest costs besides embedding."""
+        ours = [p for p in self.cpu_s if p not in (cpu_budget.OUTSIDE, cpu_budget.UNATTRIBUTED)]
+        stack = sum(self.cpu_s[p] for p in ours) * 1000 / self.events
+        return stack - self.model_cpu_ms_per_text
 
     def cpu_ms_per_event(self, part: str | None = None) -> float:
-        seconds = sum(self.cpu_s.values()) if part is None else self.cpu_s.get(part, 0.0)
+        """One part's CPU per event, or (None) the whole stack's: what runs outside it on a
+        shared machine is not the stack's cost."""
+        ours = sum(s for p, s in self.cpu_s.items() if p != cpu_budget.OUTSIDE)
+        seconds = ours if part is None else self.cpu_s.get(part, 0.0)
         return seconds * 1000 / self.events
 
 
 def model_throughput(
     settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
-) -> dict[str, tuple[str, float]]:
-    """Per encoder: the encoder that loaded and its best texts/s. The encoders take turns,
+) -> dict[str, tuple[str, float, float]]:
+    """Per encoder: the encoder that loaded, its best texts/s and its least CPU milliseconds
+    per text (this process's CPU time, every thread of the model). The encoders take turns,
     ``repeats`` rounds, and each keeps its best run: on a shared machine the load changes from
     one minute to the next, and turns spread it over all of them alike."""
     loaded = {e: bootstrap.load_embedder(replace(settings, encoder=e)) for e in encoders}
     best = dict.fromkeys(encoders, 0.0)
+    cpu = dict.fromkeys(encoders, float("inf"))
     for embedder in loaded.values():
         embedder.embed_sync(texts[:64])  # warm-up
     for _ in range(repeats):
         for encoder, embedder in loaded.items():
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             embedder.embed_sync(texts)  # all at once: passes of BATCH_SIZE, longest first
             best[encoder] = max(best[encoder], len(texts) / (time.perf_counter() - started))
-    return {e: (loaded[e].encoder, best[e]) for e in encoders}
+            spent_ms = (time.process_time() - cpu_started) * 1000 / len(texts)
+            cpu[encoder] = min(cpu[encoder], spent_ms)
+    return {e: (loaded[e].encoder, best[e], cpu[e]) for e in encoders}
 
 
 async def _pg_latency(dsn: str, count: int) -> list[float]:
@@ -122,7 +138,9 @@ def bench_ingest(events: int, model_sample: int, encoders: list[str]) -> list[Fi
     return [_end_to_end(base, encoder, *rates[encoder], events=events) for encoder in encoders]
 
 
-def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events: int) -> Figures:
+def _end_to_end(
+    base: Settings, encoder: str, used: str, rate: float, model_cpu: float, *, events: int
+) -> Figures:
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
         Path(tmp).chmod(0o755)  # the embedded PostgreSQL runs as another user
         settings = with_encoder(
@@ -145,12 +163,13 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
             try:
                 time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
                 out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
-                before = cpu_budget.snapshot()
+                roots = _stack_roots(resolved)
+                before = cpu_budget.snapshot(roots=roots)
                 started = time.perf_counter()
                 publish_events(resolved, raws)
                 _wait_counted(resolved, tenant, events, timeout=3600)
                 seconds = time.perf_counter() - started
-                cpu = cpu_budget.spent(before, cpu_budget.snapshot())
+                cpu = cpu_budget.spent(before, cpu_budget.snapshot(roots=roots))
                 status = wait_for(resolved, [(tenant, r["event_id"]) for r in raws], timeout=60)
                 if status.pending or status.dead:
                     raise RuntimeError(f"{len(status.pending)} pending, {len(status.dead)} dead")
@@ -159,6 +178,7 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
                 worker.wait(60)
             assert resolved.postgres_dsn is not None
             samples = asyncio.run(_pg_latency(resolved.postgres_dsn, 2000))
+            writes = asyncio.run(write_path.measure(resolved.postgres_dsn, 2000, roots))
         finally:
             stack.stop()
     cuts = statistics.quantiles(samples, n=100)
@@ -172,7 +192,19 @@ def _end_to_end(base: Settings, encoder: str, used: str, rate: float, *, events:
         cuts[94],
         cuts[98],
         cpu,
+        model_cpu,
+        writes,
     )
+
+
+def _stack_roots(settings: Settings) -> set[int]:
+    """The stack's processes besides this one's children (the worker, Tansu, Redis): the
+    embedded PostgreSQL's postmaster, whose backends are its children."""
+    pid_file = settings.data_dir.resolve() / "postgres" / "postmaster.pid"
+    try:
+        return {int(pid_file.read_text().split()[0])}
+    except (OSError, ValueError, IndexError):
+        return set()
 
 
 def print_ingest(runs: list[Figures]) -> None:
@@ -202,8 +234,15 @@ def print_ingest(runs: list[Figures]) -> None:
     for part in parts:
         row(f"CPU per event, {part} (ms)", lambda f, p=part: f"{f.cpu_ms_per_event(p):.2f}")
     row("CPU per event, all (ms)", lambda f: f"{f.cpu_ms_per_event():.2f}")
+    row("model alone, CPU per text (ms)", lambda f: f"{f.model_cpu_ms_per_text:.2f}")
+    row("CPU per event outside the model (ms; the stack less the model)",
+        lambda f: f"{f.cpu_ms_outside_model():.2f}")  # fmt: skip
+    for i, way in enumerate(w.way for w in first.writes):
+        row(f"write path alone, {way}: events/s; CPU per event, client / PostgreSQL (ms)",
+            lambda f, i=i: f"{f.writes[i].events_per_s:.0f}; {f.writes[i].client_cpu_ms:.2f} / "
+            f"{f.writes[i].postgres_cpu_ms:.2f}")  # fmt: skip
     row(f"cores busy (of {cores})",
-        lambda f: f"{sum(f.cpu_s.values()) / f.seconds:.2f}")  # fmt: skip
+        lambda f: f"{f.cpu_ms_per_event() * f.events / 1000 / f.seconds:.2f}")  # fmt: skip
     row(f"events/s {cores} cores allow at this cost",
         lambda f: f"{cores * 1000 / f.cpu_ms_per_event():.1f}")  # fmt: skip
     out.print(table)

@@ -11,11 +11,15 @@ milliseconds one event costs in each part, and so what rate the machine's cores 
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import psutil
 
 UNATTRIBUTED = "unattributed"
+# With ``roots``: what runs on the machine outside the trees of those processes (on a shared
+# machine, other people's work and their own PostgreSQL or broker).
+OUTSIDE = "outside the stack"
 
 
 def part_of(name: str, cmdline: list[str]) -> str:
@@ -38,19 +42,24 @@ class Snapshot:
     busy: float  # the machine's busy CPU seconds so far (all cores)
 
 
-def snapshot(bench_pid: int | None = None) -> Snapshot:
+def snapshot(bench_pid: int | None = None, roots: Collection[int] = ()) -> Snapshot:
+    """Every process's CPU seconds, by part. With ``roots``, only the processes in the trees of
+    the bench and of ``roots`` count as their part; the others are ``OUTSIDE``."""
     own = os.getpid() if bench_pid is None else bench_pid
     by_pid: dict[int, tuple[str, float]] = {}
-    for proc in psutil.process_iter(["name", "cmdline", "cpu_times"]):
+    procs = list(psutil.process_iter(["name", "cmdline", "cpu_times", "ppid"]))
+    ours = _trees(procs, {own, *roots}) if roots else None
+    for proc in procs:
         try:
             times = proc.info["cpu_times"]
             if times is None:
                 continue
-            part = (
-                "bench (publisher)"
-                if proc.pid == own
-                else part_of(proc.info["name"] or "", proc.info["cmdline"] or [])
-            )
+            if proc.pid == own:
+                part = "bench (publisher)"
+            elif ours is not None and proc.pid not in ours:
+                part = OUTSIDE
+            else:
+                part = part_of(proc.info["name"] or "", proc.info["cmdline"] or [])
             by_pid[proc.pid] = (part, times.user + times.system)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
@@ -60,6 +69,20 @@ def snapshot(bench_pid: int | None = None) -> Snapshot:
         sum(machine) - idle - getattr(machine, "guest", 0.0) - getattr(machine, "guest_nice", 0.0)
     )
     return Snapshot(by_pid, busy)
+
+
+def _trees(procs: list[psutil.Process], roots: set[int]) -> set[int]:
+    """The pids of ``roots`` and of all their descendants."""
+    children: dict[int, list[int]] = {}
+    for proc in procs:
+        children.setdefault(proc.info.get("ppid") or 0, []).append(proc.pid)
+    found, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, ()))
+    return found
 
 
 def spent(before: Snapshot, after: Snapshot) -> dict[str, float]:

@@ -37,8 +37,8 @@ from memstream.ops.replay import feedback
 from memstream.ops.stack import EmbeddedStack
 from memstream.services import bootstrap
 from memstream.services.domain.validation import validate_event
-from memstream.services.handlers.ingest import record_event
 from memstream.services.handlers.rebuild import Options, index_copy, replay_ledger
+from memstream.services.handlers.recording import record_event
 from memstream.services.ports import Position
 from memstream.services.settings import Settings
 

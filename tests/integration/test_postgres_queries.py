@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memstream.services.adapters.postgres import PostgresMemoryRepository, search_text
+from memstream.services.adapters.postgres import PostgresMemoryRepository
 from memstream.services.adapters.postgres_keyword import (
     Term,
     build_search,
@@ -27,8 +27,9 @@ from memstream.services.adapters.postgres_keyword import (
     rarity,
 )
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
+from memstream.services.adapters.postgres_rows import search_text
 from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
-from memstream.services.handlers.ingest import record_event
+from memstream.services.handlers.recording import record_event
 from memstream.services.ports import KeywordHit, Position, VectorFilter
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

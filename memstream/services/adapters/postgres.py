@@ -1,9 +1,10 @@
 """PostgresMemoryRepository: the ledger and the immutable versions in PostgreSQL.
 
-Implements ``services.ports.MemoryRepository`` with psycopg 3 (async, pooled). Every event is
-recorded in one unit of work (``locked``: one transaction, serialised per memory by an advisory
-lock, idempotent on (tenant_id, event_id)); the ingest handler decides where the event goes
-(``place_event``) and the unit of work stores it. Driver errors become ``TransientError``
+Implements ``services.ports.MemoryRepository`` with psycopg 3 (async, pooled). Events are
+recorded in units of work (``locked``: one event; ``locked_batch``: a batch, see
+``postgres_batch``; one transaction, serialised per memory by an advisory lock, idempotent on
+(tenant_id, event_id)); the ingest handler decides where each event goes (``place_event``) and
+the unit of work stores it. Driver errors become ``TransientError``
 (retry) or ``AdapterError``.
 Must not import handlers or streams.
 """
@@ -11,7 +12,6 @@ Must not import handlers or streams.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -20,12 +20,23 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memstream.services.adapters.postgres_batch import PostgresBatchWrite, locked_batch
+from memstream.services.adapters.postgres_rows import (
+    INSERT_LEDGER,
+    INSERT_TENANT,
+    INSERT_VERSION,
+    UPDATE_DERIVED,
+    VERSION_SQL,
+    derived_params,
+    ledger_params,
+    row_to_version,
+    translate,
+    version_params,
+)
 from memstream.services.domain.erasure import erasure_lock_key
-from memstream.services.domain.model import Anchor, MemoryEvent, MemoryVersion, Op
-from memstream.services.domain.text import searchable
+from memstream.services.domain.model import MemoryEvent, MemoryVersion
 from memstream.services.domain.versioning import Placement
 from memstream.services.ports import (
-    AdapterError,
     DeadLetter,
     IndexTask,
     Position,
@@ -33,58 +44,10 @@ from memstream.services.ports import (
     TransientError,
 )
 
-VERSION_COLUMNS = (
-    "version_id::text AS version_id, tenant_id, memory_key, version, parent_id::text AS parent_id,"
-    " event_id, entity_type, entity_id, entities, fact_type, content, attributes, source_system,"
-    " status, op, occurred_at, valid_from, valid_to, recorded_at, superseded_at, is_current"
-)
-VERSION_SQL = sql.SQL(VERSION_COLUMNS)  # the same columns, composable (psycopg.sql)
 _CHAIN = sql.SQL("SELECT {} FROM memory_versions WHERE tenant_id = %s AND memory_key = %s").format(
     VERSION_SQL
 )
 _BY_ID = sql.SQL("SELECT {} FROM memory_versions WHERE version_id = %s").format(VERSION_SQL)
-
-_TRANSIENT_SQLSTATES = {"40001", "40P01", "57P01", "57P02", "57P03", "53300"}
-
-
-def row_to_version(row: Mapping[str, Any]) -> MemoryVersion:
-    return MemoryVersion(
-        version_id=row["version_id"],
-        tenant_id=row["tenant_id"],
-        memory_key=row["memory_key"],
-        version=row["version"],
-        parent_id=row["parent_id"],
-        event_id=row["event_id"],
-        entity_type=row["entity_type"],
-        entity_id=row["entity_id"],
-        fact_type=row["fact_type"],
-        content=row["content"],
-        source_system=row["source_system"],
-        status=row["status"],
-        op=Op(row["op"]),
-        occurred_at=row["occurred_at"],
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        recorded_at=row["recorded_at"],
-        superseded_at=row["superseded_at"],
-        is_current=row["is_current"],
-        entities=tuple(Anchor(a["type"], a["id"]) for a in row["entities"]),
-        attributes=dict(row["attributes"]),
-    )
-
-
-def search_text(version: MemoryVersion) -> str:
-    """What keyword search sees (``text.searchable``): content, attributes, the key's words."""
-    return searchable(version.content, version.attributes, version.memory_key)
-
-
-def translate(exc: Exception, what: str) -> AdapterError:
-    """A psycopg / pool error as a TransientError (retry) or an AdapterError (give up)."""
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        return TransientError(f"postgres unavailable while {what}: {exc}")
-    if isinstance(exc, psycopg.Error) and exc.sqlstate in _TRANSIENT_SQLSTATES:
-        return TransientError(f"postgres transient failure while {what}: {exc}")
-    return AdapterError(f"postgres failed while {what}: {exc}")
 
 
 class PostgresMemoryWrite:
@@ -105,67 +68,11 @@ class PostgresMemoryWrite:
         self, event: MemoryEvent, raw: Mapping[str, Any], position: Position, placement: Placement
     ) -> None:
         cur = self._conn.cursor()
-        new = placement.version
-        await cur.execute(
-            "INSERT INTO tenants (tenant_id) VALUES (%s) ON CONFLICT DO NOTHING",
-            (event.tenant_id,),
-        )
-        await cur.execute(
-            "INSERT INTO memory_versions (version_id, tenant_id, memory_key, version,"
-            " parent_id, event_id, entity_type, entity_id, entities, anchors, fact_type,"
-            " content, attributes, search_text, source_system, status, op, occurred_at,"
-            " valid_from, valid_to, recorded_at, superseded_at, is_current)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-            " %s, %s, %s, %s, %s, %s)",
-            (
-                new.version_id,
-                new.tenant_id,
-                new.memory_key,
-                new.version,
-                new.parent_id,
-                new.event_id,
-                new.entity_type,
-                new.entity_id,
-                json.dumps([{"type": a.type, "id": a.id} for a in new.entities]),
-                [f"{a.type}:{a.id}" for a in new.anchors],
-                new.fact_type,
-                new.content,
-                json.dumps(dict(new.attributes)),
-                search_text(new),
-                new.source_system,
-                new.status,
-                new.op.value,
-                new.occurred_at,
-                new.valid_from,
-                new.valid_to,
-                new.recorded_at,
-                new.superseded_at,
-                new.is_current,
-            ),
-        )
+        await cur.execute(INSERT_TENANT, (event.tenant_id,))
+        await cur.execute(INSERT_VERSION, version_params(placement.version))
         for old in placement.changed:
-            await cur.execute(
-                "UPDATE memory_versions SET valid_to = %s, is_current = %s,"
-                " superseded_at = %s, index_dirty = true WHERE version_id = %s",
-                (old.valid_to, old.is_current, old.superseded_at, old.version_id),
-            )
-        await cur.execute(
-            "INSERT INTO event_ledger (tenant_id, event_id, memory_key, op, version_id,"
-            ' outcome, topic, "partition", "offset", payload)'
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (
-                event.tenant_id,
-                event.event_id,
-                event.memory_key,
-                event.op.value,
-                new.version_id,
-                placement.outcome,
-                position.topic,
-                position.partition,
-                position.offset,
-                json.dumps(dict(raw), default=str),
-            ),
-        )
+            await cur.execute(UPDATE_DERIVED, derived_params(old))
+        await cur.execute(INSERT_LEDGER, ledger_params(event, raw, position, placement))
 
 
 class PostgresMemoryRepository:
@@ -247,6 +154,12 @@ class PostgresMemoryRepository:
             assert known, f"ledger names missing version {seen['version_id']}"
             duplicate = Recorded(known[0], (), seen["outcome"], duplicate=True)
         return PostgresMemoryWrite(conn, chain, duplicate)
+
+    def locked_batch(
+        self, events: Sequence[MemoryEvent]
+    ) -> contextlib.AbstractAsyncContextManager[PostgresBatchWrite]:
+        """The unit of work of a batch of events (``postgres_batch``)."""
+        return locked_batch(self._pool, events)
 
     async def ping(self) -> None:
         """One round trip (the worker's /health); raises what the pool or driver raises."""

@@ -15,7 +15,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import translate
+from memstream.services.adapters.postgres_rows import translate
 
 
 def _json(value: Any) -> str:

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memstream.schemas.envelope import Credential, EnvelopeError, new_key_id
-from memstream.services.adapters.postgres import translate
+from memstream.services.adapters.postgres_rows import translate
 from memstream.services.domain.identity import (
     SOURCE_SYSTEM,
     KeyRecord,

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import translate
+from memstream.services.adapters.postgres_rows import translate
 
 
 @dataclass(frozen=True, slots=True)

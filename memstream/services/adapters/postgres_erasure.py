@@ -20,7 +20,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import translate
+from memstream.services.adapters.postgres_rows import translate
 from memstream.services.domain.erasure import (
     ERASED_ENTITY_ID,
     ErasureCounts,

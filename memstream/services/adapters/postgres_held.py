@@ -21,8 +21,8 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import translate
 from memstream.services.adapters.postgres_keyword import Term, filters, query_terms
+from memstream.services.adapters.postgres_rows import translate
 from memstream.services.ports import TermCounts, VectorFilter
 
 # The asker's memories looked at: a person's own records are tens to hundreds; the cap bounds

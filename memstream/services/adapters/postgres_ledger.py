@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 
-from memstream.services.adapters.postgres import VERSION_SQL, row_to_version
+from memstream.services.adapters.postgres_rows import VERSION_SQL, row_to_version
 from memstream.services.domain.checksum import LedgerLine
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.ports import (

@@ -23,7 +23,6 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import VERSION_SQL, row_to_version, translate
 from memstream.services.adapters.postgres_keyword import (
     BROAD_AFTER,
     FREQUENCY_CACHE_SIZE,
@@ -33,6 +32,7 @@ from memstream.services.adapters.postgres_keyword import (
     build_search,
     query_terms,
 )
+from memstream.services.adapters.postgres_rows import VERSION_SQL, row_to_version, translate
 from memstream.services.adapters.vector_common import wellformed_ids
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.ports import KeywordHit, VectorFilter

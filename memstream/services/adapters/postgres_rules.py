@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memstream.services.adapters.postgres import VERSION_COLUMNS, row_to_version, translate
+from memstream.services.adapters.postgres_rows import VERSION_COLUMNS, row_to_version, translate
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
 from memstream.services.domain.trust import DEFAULT_STATE_RULES, StateRules

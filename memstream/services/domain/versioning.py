@@ -147,6 +147,16 @@ def place_event(
     return Placement(version=_apply(new, derived[new.version_id]), changed=changed)
 
 
+def advance(chain: Sequence[MemoryVersion], placement: Placement) -> list[MemoryVersion]:
+    """``chain`` after ``placement``: its changed versions replaced, the new one appended.
+
+    Recording a batch places each event against the chain as the earlier events of the batch
+    left it, exactly as recording them one at a time would.
+    """
+    changed = {v.version_id: v for v in placement.changed}
+    return [*(changed.get(v.version_id, v) for v in chain), placement.version]
+
+
 def known_at(versions: Sequence[MemoryVersion], moment: datetime) -> list[MemoryVersion]:
     """The chain as memstream knew it at ``moment`` (transaction time), re-derived."""
     known = [v for v in versions if v.recorded_at <= moment]

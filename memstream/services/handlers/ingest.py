@@ -1,14 +1,18 @@
 """handle_ingest: raw memory-event messages → ledger + immutable versions, or dead letters.
 
-For each message, in order: decode, validate, record in one unit of work (``record_event``: the
-repository locks the memory and reads its chain, ``place_event`` decides, the repository
-stores; idempotent on event_id; transient database failures are retried until they pass, never
-dead-lettered), then hand the touched memories to the indexer. A message that can never be
-ingested goes to the dead-letter table and topic with a machine-readable reason and its
-original bytes. An ``op: ERASE`` message is not an event to record: it goes to the injected
-eraser (a replay has none and skips it), and a malformed one is dead-lettered as
-``invalid_erasure``. Nothing escapes ``handle_batch`` except cancellation: the agent loop that
-calls it must never ack a message that was not dealt with.
+For each message, in order: verify, decode, validate; then the batch's valid events are
+recorded in one unit of work (``recording.record_batch``: the repository locks every memory
+and reads their chains, ``place_event`` decides event after event, the repository stores;
+idempotent on event_id; transient database failures are retried, the batch as a whole, until
+they pass, never dead-lettered), then the touched memories go to the indexer. A message that can
+never be ingested goes to the dead-letter table and topic with a machine-readable reason and
+its original bytes, and the rest of its batch is recorded all the same (a batch that storage
+refuses is recorded again one event at a time, ``record_event``, so that only the refused
+event is dead-lettered). An ``op: ERASE`` message is not an event to record: it goes to the
+injected eraser (a replay has none and skips it) after the events before it are recorded, and
+a malformed one is dead-lettered as ``invalid_erasure``. Nothing escapes ``handle_batch``
+except cancellation: the agent loop that calls it must never ack a message that was not dealt
+with.
 """
 
 from __future__ import annotations
@@ -22,11 +26,10 @@ from typing import Any
 from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.identity import AuthError, Forbidden, Principal, Role
-from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import UNDECODABLE, validate_event
-from memstream.services.domain.versioning import place_event
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
+from memstream.services.handlers.recording import Pending, record_batch, record_event
 from memstream.services.handlers.retry import Backoff, retrying
 from memstream.services.ports import (
     AdapterError,
@@ -37,11 +40,14 @@ from memstream.services.ports import (
     NoMetrics,
     Position,
     Recorded,
+    TransientError,
 )
 
 log = logging.getLogger(__name__)
 
 STORAGE_REJECTED = "storage_rejected"
+# The most events recorded in one unit of work (one transaction, a lock per memory).
+MAX_BATCH = 256
 
 
 INVALID_ERASURE = "invalid_erasure"
@@ -96,27 +102,6 @@ class BatchReport:
         return sum(1 for r in self.recorded if r.duplicate)
 
 
-async def record_event(
-    repo: MemoryRepository,
-    event: MemoryEvent,
-    raw: Mapping[str, Any],
-    position: Position,
-    recorded_at: datetime,
-) -> Recorded:
-    """Record one valid event: ledger + new version + derived changes in one unit of work.
-
-    The repository locks the memory and reads its chain; the domain decides where the event
-    goes (``place_event``; ``InvalidEvent`` rolls the unit back); the repository stores it.
-    Idempotent on event_id: a redelivery returns what was recorded then (``duplicate``).
-    """
-    async with repo.locked(event) as work:
-        if work.duplicate is not None:
-            return work.duplicate
-        placement = place_event(work.chain, event, recorded_at)
-        await work.save(event, raw, position, placement)
-    return Recorded(placement.version, placement.changed, placement.outcome, duplicate=False)
-
-
 class Ingestor:
     def __init__(
         self,
@@ -142,8 +127,27 @@ class Ingestor:
 
     async def handle_batch(self, envelopes: Sequence[Envelope]) -> BatchReport:
         report = BatchReport()
+        pending: list[tuple[Envelope, Pending]] = []
         for envelope in envelopes:
-            await self._handle_one(envelope, report)
+            raw: Mapping[str, Any] | None = None
+            try:
+                raw, principal = await self._read(envelope)
+                if not is_erase(raw):
+                    now = envelope.received_at or self._clock()
+                    event = validate_event(raw, now)
+                    pending.append((envelope, Pending(event, raw, envelope.position, now)))
+            except Exception as exc:
+                await self._refuse(envelope, exc, raw, report)
+                continue
+            if is_erase(raw):  # after the events before it, before those after it
+                await self._flush(pending, report)
+                try:
+                    await self._erase(raw, principal, report)
+                except Exception as exc:
+                    await self._refuse(envelope, exc, raw, report)
+            elif len(pending) >= MAX_BATCH:
+                await self._flush(pending, report)
+        await self._flush(pending, report)
         published = [e.published_at for e in envelopes if e.published_at is not None]
         if published:
             self._metrics.ingest_lag((self._clock() - min(published)).total_seconds())
@@ -151,64 +155,96 @@ class Ingestor:
             await self._indexer.submit(report.recorded)
         return report
 
-    async def _handle_one(self, envelope: Envelope, report: BatchReport) -> None:
-        raw: Mapping[str, Any] | None = None
-        try:
-            if envelope.value is None:
-                raise DecodeError("the message has no value")
-            verified = None
-            guard, value = self._guard, envelope.value
-            if guard is not None:  # the producer's signature, before anything is read
-                verified = await retrying(  # a credential store outage waits, like recording
-                    f"verifying the event at {envelope.position}",
-                    lambda: guard.verify_event(
-                        value, envelope.headers, envelope.published_at, self._clock()
-                    ),
-                    self._backoff,
-                )
-            try:
-                raw = self._decode(envelope.value)
-            except Exception as exc:  # the decoder may raise anything for garbage
-                raise DecodeError(str(exc) or type(exc).__name__) from exc
-            if self._guard is not None and verified is not None:
-                raw = self._guard.authorize_event(*verified, raw)
-            if is_erase(raw):
-                await self._erase(raw, verified[1] if verified is not None else None, report)
-                return
-            event = validate_event(raw, envelope.received_at or self._clock())
-            recorded = await retrying(
-                f"recording event {event.event_id!r}",
-                lambda: record_event(
-                    self._repo,
-                    event,
-                    raw or {},
-                    envelope.position,
-                    envelope.received_at or self._clock(),
+    async def _read(self, envelope: Envelope) -> tuple[Mapping[str, Any], Principal | None]:
+        """The event's fields, its producer's signature verified where events are signed."""
+        if envelope.value is None:
+            raise DecodeError("the message has no value")
+        verified = None
+        guard, value = self._guard, envelope.value
+        if guard is not None:  # the producer's signature, before anything is read
+            verified = await retrying(  # a credential store outage waits, like recording
+                f"verifying the event at {envelope.position}",
+                lambda: guard.verify_event(
+                    value, envelope.headers, envelope.published_at, self._clock()
                 ),
                 self._backoff,
             )
-        except AuthError as exc:  # dead-lettered with the reason, and audited
+        try:
+            raw = self._decode(envelope.value)
+        except Exception as exc:  # the decoder may raise anything for garbage
+            raise DecodeError(str(exc) or type(exc).__name__) from exc
+        if self._guard is not None and verified is not None:
+            raw = self._guard.authorize_event(*verified, raw)
+        return raw, verified[1] if verified is not None else None
+
+    async def _flush(self, pending: list[tuple[Envelope, Pending]], report: BatchReport) -> None:
+        """Record the valid events read so far in one unit of work (transient failures retried
+        as a whole). Where storage refuses the batch, its events are recorded one at a time,
+        so that only the one refused is dead-lettered."""
+        if not pending:
+            return
+        items = [item for _, item in pending]
+        taken = list(pending)
+        pending.clear()
+        try:
+            results: Sequence[Recorded | Exception] = await retrying(
+                f"recording a batch of {len(items)} events",
+                lambda: record_batch(self._repo, items),
+                self._backoff,
+            )
+        except AdapterError as exc:
+            log.warning(
+                "a batch of %d events refused by storage (%s): one at a time", len(items), exc
+            )
+            results = [await self._record_one(item) for item in items]
+        for (envelope, item), result in zip(taken, results, strict=True):
+            if isinstance(result, Exception):
+                await self._refuse(envelope, result, item.raw, report)
+            else:
+                report.recorded.append(result)
+                self._metrics.ingested("duplicate" if result.duplicate else result.outcome)
+
+    async def _record_one(self, item: Pending) -> Recorded | Exception:
+        try:
+            return await retrying(
+                f"recording event {item.event.event_id!r}",
+                lambda: record_event(
+                    self._repo, item.event, item.raw, item.position, item.recorded_at
+                ),
+                self._backoff,
+            )
+        except (InvalidEvent, AdapterError) as exc:
+            return exc
+
+    async def _refuse(
+        self,
+        envelope: Envelope,
+        exc: Exception,
+        raw: Mapping[str, Any] | None,
+        report: BatchReport,
+    ) -> None:
+        """Dead-letter a message that can never be ingested, with the reason; anything else
+        than a refusal propagates (the agent exits without acknowledging)."""
+        if isinstance(exc, AuthError):  # dead-lettered with the reason, and audited
             if self._guard is not None:
                 await self._guard.refused_event(
                     exc, None, envelope.position, raw.get("event_id") if raw else None
                 )
             letter = await self._dead_letter(envelope, exc.code, exc.reason, raw)
-        except DecodeError as exc:
+        elif isinstance(exc, DecodeError):
             letter = await self._dead_letter(
                 envelope, UNDECODABLE, f"not a MemoryEvent: {exc}", raw
             )
-        except InvalidEvent as exc:
+        elif isinstance(exc, InvalidEvent):
             letter = await self._dead_letter(envelope, exc.reason, exc.detail, raw)
-        except InvalidScope as exc:
+        elif isinstance(exc, InvalidScope):
             letter = await self._dead_letter(envelope, INVALID_ERASURE, str(exc), raw)
-        except AdapterError as exc:
+        elif isinstance(exc, AdapterError) and not isinstance(exc, TransientError):
             # Postgres refused the data itself (not an outage): keep it, with the reason.
             log.error("event at %s rejected by storage: %s", envelope.position, exc)
             letter = await self._dead_letter(envelope, STORAGE_REJECTED, str(exc), raw)
         else:
-            report.recorded.append(recorded)
-            self._metrics.ingested("duplicate" if recorded.duplicate else recorded.outcome)
-            return
+            raise exc
         report.dead.append(letter)
         self._metrics.dead_lettered(letter.reason)
 

@@ -38,7 +38,7 @@ from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.model import MemoryEvent
 from memstream.services.domain.validation import validate_event
 from memstream.services.handlers.index import Indexer
-from memstream.services.handlers.ingest import record_event
+from memstream.services.handlers.recording import record_event
 from memstream.services.ports import (
     AdapterError,
     CopyMeta,

@@ -23,6 +23,7 @@ from memstream.services.ports.ledger import (
     TopicRecord,
 )
 from memstream.services.ports.memory import (
+    BatchWrite,
     ChangeSink,
     DeadLetter,
     IndexTask,
@@ -52,6 +53,7 @@ from memstream.services.ports.vectors import (
 
 __all__ = [
     "AdapterError",
+    "BatchWrite",
     "Cache",
     "ChangeSink",
     "CopyMeta",

@@ -76,6 +76,27 @@ class MemoryWrite(Protocol):
         ...
 
 
+class BatchWrite(Protocol):
+    """The unit of work of a batch of events, every memory it names locked: their chains and
+    the ledger's answers read at once; ``save`` writes every placement, committed together."""
+
+    @property
+    def chains(self) -> Mapping[tuple[str, str], Sequence[MemoryVersion]]:
+        """(tenant_id, memory_key) → every version of that memory (none: absent)."""
+        ...
+
+    @property
+    def recorded(self) -> Mapping[tuple[str, str], Recorded]:
+        """(tenant_id, event_id) → what the ledger already holds for it (``duplicate``)."""
+        ...
+
+    async def save(
+        self, placed: Sequence[tuple[MemoryEvent, Mapping[str, Any], Position, Placement]]
+    ) -> None:
+        """Ledger rows + new versions + derived changes, in order, committed with the unit."""
+        ...
+
+
 class MemoryRepository(Protocol):
     """The ledger and the versions, in Postgres (the source of truth)."""
 
@@ -85,6 +106,14 @@ class MemoryRepository(Protocol):
         A clean exit commits what ``save`` wrote; an exception rolls it back. Raises
         ``TransientError`` when the database is unreachable, ``AdapterError`` otherwise.
         """
+        ...
+
+    def locked_batch(
+        self, events: Sequence[MemoryEvent]
+    ) -> AbstractAsyncContextManager[BatchWrite]:
+        """One unit of work for ``events``: every memory they name locked (in one order that
+        every writer takes, so that writers never deadlock), chains and ledger answers read.
+        Same commit / rollback / errors as ``locked``."""
         ...
 
     async def dead_letter(self, letter: DeadLetter) -> None: ...
