@@ -4,9 +4,10 @@ Each tenant's shard lives in ``root_dir / shard_dir_name(tenant_id)`` (a readabl
 hash of the exact id), is opened lazily on first use and kept open until :meth:`close`,
 :meth:`drop_tenant` or, beyond ``max_open`` open shards, until it is the least recently used
 idle one (by default the budget ``shard_budget`` derives from the process's map-count limit
-and RAM: every open shard holds memory maps, which Linux bounds per process). The engine is synchronous: every call runs in a worker thread
-(``asyncio.to_thread``) under that shard's lock, so concurrent async callers are serialised per
-shard and the event loop never blocks. Reads of an unknown tenant create nothing.
+and RAM: every open shard holds memory maps, which Linux bounds per process). The engine is
+synchronous: every call runs in a worker thread (``asyncio.to_thread``) under that shard's
+lock, so concurrent async callers are serialised per shard and the event loop never blocks.
+Reads of an unknown tenant create nothing.
 
 What we found in qdrant-edge-py 0.9.0 (strace and SIGKILL experiments, not only the docs):
 - Durability: the write-ahead log is on by default. ``update()`` appends to an mmap'ed WAL and
