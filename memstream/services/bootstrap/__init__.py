@@ -17,6 +17,7 @@ from memstream.services.bootstrap.tools import (
     Forgetting,
     Stores,
     copy_index,
+    database_bytes,
     dead_letters,
     erasure_bench_points,
     erasure_bench_store,
@@ -28,6 +29,7 @@ from memstream.services.bootstrap.tools import (
     open_repository,
     postgres_version,
     rebuild_tools,
+    shard_budget,
     stores,
 )
 from memstream.services.bootstrap.worker import (
@@ -62,6 +64,7 @@ __all__ = [
     "check_index_encoder",
     "copy_index",
     "credential_store",
+    "database_bytes",
     "dead_letters",
     "erasure_bench_points",
     "erasure_bench_store",
@@ -79,6 +82,7 @@ __all__ = [
     "rebuild_tools",
     "resolve_model_path",
     "service_key",
+    "shard_budget",
     "stores",
     "utcnow",
 ]

@@ -42,6 +42,7 @@ from memstream.services.settings import Settings
 
 if TYPE_CHECKING:
     from memstream.services.adapters.redis_cache import RedisCache
+    from memstream.services.adapters.shard_budget import ShardBudget
 from memstream.services.bootstrap.worker import (
     build_index,
     index_encoder,
@@ -261,3 +262,17 @@ async def erasure_bench_points(
 ) -> list[tuple[str, str, list[str]]]:
     """(version_id, memory_key, anchors) of the bench tenant's first ``limit`` versions."""
     return await postgres_bench_erasure.points(dsn, tenant, limit)
+
+
+def database_bytes(dsn: str) -> int:
+    """The database's size on disk (``bench scale``)."""
+    from memstream.services.adapters.postgres_sizes import database_bytes as size
+
+    return size(dsn)
+
+
+def shard_budget(override: int = 0) -> ShardBudget:
+    """The open-shard limit of this process (``bench scale`` states it)."""
+    from memstream.services.adapters.shard_budget import shard_budget as budget
+
+    return budget(override)
