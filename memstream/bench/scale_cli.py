@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,10 @@ def bench_scale_cli(args: Any) -> int:
     # With --json, stdout carries the document alone: the progress goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
         doc = run_scale(options)
-    if args.plot:
-        doc["plots"] = [str(p) for p in plot(doc, Path(args.plot))]
+    if args.plot:  # the curves, and the document they were drawn from
+        folder = Path(args.plot)
+        doc["plots"] = [p.name for p in plot(doc, folder)]
+        (folder / "scale.json").write_text(json.dumps(doc, indent=2) + "\n")
     if args.json:
         print_json(doc)
     else:
