@@ -148,10 +148,13 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
             sizes.append(await _one_size(settings, container, writer, cpu, options, n, state, size,
                                          pool, model_ms, empty_db))  # fmt: skip
         tenants = await _tenants(container, writer, options, pool)
+        # The index's own budget (what it enforced); another index's would count more maps.
+        budget = getattr(container.index, "budget", None) or bootstrap.shard_budget(
+            settings.max_open_shards
+        )
     finally:
         await container.close()
     last = sizes[-1] if sizes else {}
-    budget = bootstrap.shard_budget(settings.max_open_shards)
     return {
         "sizes": sizes,
         "tenants": tenants,
