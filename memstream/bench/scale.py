@@ -147,7 +147,7 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
         for n, size in enumerate(sorted(options.sizes)):
             sizes.append(await _one_size(settings, container, writer, cpu, options, n, state, size,
                                          pool, model_ms, empty_db))  # fmt: skip
-        tenants = await _tenants(container, writer, options, pool)
+        tenants = await _tenants(container, options, pool)
         # The index's own budget (what it enforced); another index's would count more maps.
         budget = getattr(container.index, "budget", None) or bootstrap.shard_budget(
             settings.max_open_shards
@@ -255,7 +255,7 @@ def zipf_tenants(count: int, draws: int, seed: int = 5) -> list[int]:
 
 
 async def _tenants(
-    container: bootstrap.Container, writer: Writer, options: ScaleOptions, pool: list[str]
+    container: bootstrap.Container, options: ScaleOptions, pool: list[str]
 ) -> dict[str, Any]:
     count = options.tenants
     if count < 1:
@@ -270,7 +270,9 @@ async def _tenants(
         for name in names
         for raw in memory_events(name, 0, options.tenant_memories, pool, datetime.now(UTC))
     ]
-    await writer.write(raws)
+    # One lane: a tenant's few events arrive together (in four lanes each tenant's shard is
+    # written four times, each write flushed: the same store, four times the shard writes).
+    await Writer(container.ingestor, container.indexer, lanes=1).write(raws)
     build_s = time.perf_counter() - started
     rss1, maps1 = m.rss_and_maps()
     opened = max(1, getattr(container.index, "open_shards", 0) - open0)

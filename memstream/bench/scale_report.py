@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-out = Console(highlight=False)
+out = Console(highlight=False, width=150)  # one row a line, in a terminal or a file
 
 # (label, key, format) of each row of the table, per size.
 ROWS: list[tuple[str, str, str]] = [
