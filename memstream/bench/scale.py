@@ -27,6 +27,7 @@ import asyncio
 import shutil
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,10 +75,11 @@ def say(line: str) -> None:
 
 def fresh_events(tenant: str, count: int, label: str) -> list[dict[str, Any]]:
     """``count`` new memories whose texts are outside the cache's pool (the real model)."""
-    raws = synthetic_events(tenant, count, seed=hash(label) % 10_000)
+    raws = synthetic_events(tenant, count, seed=zlib.crc32(label.encode()) % 10_000)
     for raw in raws:
         raw["event_id"] = raw["memory_key"] = f"{label}-{raw['event_id']}"
         raw["content"] = f"{raw['content']} ({label})"
+        raw["entity_id"] = f"N-{raw['entity_id']}"  # not one of the store's customers (erased)
     return raws
 
 
