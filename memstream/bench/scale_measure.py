@@ -155,13 +155,16 @@ async def queries_under_ingest(
 
 
 async def rescore(
-    container: bootstrap.Container, cpu: Cpu, period_s: int, budget_s: float, current: int
-) -> dict[str, Any]:
+    container: bootstrap.Container, cpu: Cpu, period_s: int, budget_s: float, current: int,
+    passes: int = 1,
+) -> dict[str, Any]:  # fmt: skip
     """The rescoring timer's pass one period on (every current version is due): runs of its
     usual bound until nothing is due or ``budget_s`` is spent. A pass cut short is
     extrapolated from its rate to the ``current`` versions due; the core share is the pass's
-    CPU (worker + PostgreSQL) per period."""
-    later = datetime.now(UTC) + timedelta(seconds=period_s + 1)
+    CPU (worker + PostgreSQL) per period. ``passes``: this run's pass count so far, this one
+    included — each pass's clock is a period past the last one's, so that what an earlier pass
+    scored is due again."""
+    later = datetime.now(UTC) + timedelta(seconds=passes * (period_s + 1))
     rescorer = Rescorer(
         container.rules,
         container.index,
