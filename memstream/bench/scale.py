@@ -232,7 +232,9 @@ async def _one_size(
     current = state["current"] = current + 2 * options.ingest_events
     say(f"{size}: rescoring pass (at most {options.rescore_budget_s:.0f} s) …")
     figures.update(
-        await m.rescore(container, cpu, settings.rescore_seconds, options.rescore_budget_s, current)
+        await m.rescore(
+            container, cpu, settings.rescore_seconds, options.rescore_budget_s, current, n + 1
+        )
     )
     say(f"{size}: erasing one customer ({SUBJECT_MEMORIES} memories) …")
     subject = f"customer:C-{(size - 1) // SUBJECT_MEMORIES - 1}"
