@@ -114,7 +114,17 @@ def _parser() -> _Parser:
     )
     bench.add_argument(
         "what",
-        choices=["ingest", "query", "replay", "quality", "erasure", "soak", "broker", "rescore"],
+        choices=[
+            "ingest",
+            "query",
+            "replay",
+            "quality",
+            "erasure",
+            "soak",
+            "broker",
+            "rescore",
+            "scale",
+        ],
     )
     bench.add_argument("--events", type=int, default=20_000, help="events end to end")
     bench.add_argument(
@@ -159,6 +169,12 @@ def _parser() -> _Parser:
     erasure.add_argument(
         "--vector-points", type=int, help="points in the shard (default: one per version)"
     )
+    scale = bench.add_argument_group("scale bench (one tenant growing; many small tenants)")
+    scale.add_argument("--sizes", default="10000,50000", help="memories (default 10000,50000)")
+    scale.add_argument("--tenants", type=int, default=300, help="small tenants (default 300)")
+    scale.add_argument("--scale-questions", type=int, default=100, help="per figure (100)")
+    scale.add_argument("--json", action="store_true", help="print the JSON document only")
+    scale.add_argument("--plot", help="write a PNG of each curve into this folder")
     quality = bench.add_argument_group("quality bench (default: the full run; limits subsample)")
     quality.add_argument("--traps-per-family", type=int, default=20, help="default 20")
     quality.add_argument("--locomo-conversations", type=int, help="default all 10")

@@ -302,6 +302,10 @@ def bench(settings: Settings, args: Any) -> int:
 
         print_erasure(bench_erasure(args.versions, args.subject_versions, args.vector_points))
         return 0
+    if args.what == "scale":
+        from memstream.bench.scale_cli import bench_scale_cli
+
+        return bench_scale_cli(args)
     if args.what == "quality":
         from memstream.bench.quality.bench import bench_quality_cli
 

@@ -211,9 +211,11 @@ def run_worker(
 
     @app.task  # type: ignore[untyped-decorator]
     async def announce() -> None:
-        await runtime.container()
+        container = await runtime.container()
         elapsed = time.monotonic() - started
         print(f"memstream ready in {elapsed:.1f}s — {describe}{web}", flush=True)
+        if container.shard_budget:
+            print(f"memstream: {container.shard_budget}", flush=True)
 
     try:
         worker.execute_from_commandline()

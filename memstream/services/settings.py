@@ -112,6 +112,11 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     ),
     ("MEMSTREAM_RESCORE_SECONDS", "rescore_seconds", "period of the rescoring timer (default 60)"),
     (
+        "MEMSTREAM_MAX_OPEN_SHARDS",
+        "max_open_shards",
+        "Qdrant Edge shards a process keeps open (0: derived from map count and RAM)",
+    ),
+    (
         "MEMSTREAM_EMBED_THREADS",
         "embed_threads",
         "threads of batch embedding: torch's per batch, ONNX Runtime's per session "
@@ -178,6 +183,7 @@ class Settings:
     web_port: int = 6066
     log_level: str = "warn"
     rescore_seconds: int = 60
+    max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     embed_threads: int = 0
@@ -252,6 +258,7 @@ class Settings:
             app_id=get("MEMSTREAM_APP_ID") or "memstream",
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
+            max_open_shards=integer("MEMSTREAM_MAX_OPEN_SHARDS", 0, 0, 100_000),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 2, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 2, 1_500),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
@@ -274,6 +281,7 @@ class Settings:
             "MEMSTREAM_WEB_PORT": str(self.web_port),
             "MEMSTREAM_LOG_LEVEL": self.log_level,
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
+            "MEMSTREAM_MAX_OPEN_SHARDS": str(self.max_open_shards),
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),

@@ -41,6 +41,9 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
         assert seconds > 0
         for part in ("broker 127.0.0.1:", "postgres postgresql://", "redis redis://", "vectors "):
             assert part in ready
+        # The worker states its open-shard budget, derived from this machine's limits.
+        budget = up.wait_for("memstream: vector shards: at most", timeout=10)
+        assert re.search(r"at most \d+ open — maps allow \d+ \(50% of vm.max_map_count", budget)
         gateway = f"http://127.0.0.1:{gateway_port}"
         assert f"gateway {gateway}" in ready
         assert json.loads((data_dir / "stack.json").read_text())["gateway"] == gateway

@@ -3,10 +3,11 @@
 Each tenant's shard lives in ``root_dir / shard_dir_name(tenant_id)`` (a readable slug plus a
 hash of the exact id), is opened lazily on first use and kept open until :meth:`close`,
 :meth:`drop_tenant` or, beyond ``max_open`` open shards, until it is the least recently used
-idle one (``MAX_OPEN_SHARDS``: every open shard holds memory maps, which Linux bounds per
-process). The engine is synchronous: every call runs in a worker thread
-(``asyncio.to_thread``) under that shard's lock, so concurrent async callers are serialised per
-shard and the event loop never blocks. Reads of an unknown tenant create nothing.
+idle one (by default the budget ``shard_budget`` derives from the process's map-count limit
+and RAM: every open shard holds memory maps, which Linux bounds per process). The engine is
+synchronous: every call runs in a worker thread (``asyncio.to_thread``) under that shard's
+lock, so concurrent async callers are serialised per shard and the event loop never blocks.
+Reads of an unknown tenant create nothing.
 
 What we found in qdrant-edge-py 0.9.0 (strace and SIGKILL experiments, not only the docs):
 - Durability: the write-ahead log is on by default. ``update()`` appends to an mmap'ed WAL and
@@ -44,6 +45,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import qdrant_edge as qe
 
+from memstream.services.adapters.shard_budget import shard_budget
 from memstream.services.adapters.vector_common import (
     canonical_id,
     checked_vector,
@@ -56,12 +58,9 @@ from memstream.services.ports import AdapterError, VectorFilter, VectorHit, Vect
 T = TypeVar("T")
 
 _CONFIG_FILE = "edge_config.json"
-# Open shards at most; the least recently used idle one is closed beyond it. Every open shard
-# maps its segments and payload indexes (~70 memory maps each, measured on qdrant-edge-py
-# 0.9.0), and Linux allows a process 65,530 (vm.max_map_count): with a shard per tenant, a
-# worker that had touched ~350 tenants failed every further open with "Cannot allocate memory
-# (os error 12)" (the quality bench's 400+ SGD tenants). Reopening a shard costs ~5 ms.
-MAX_OPEN_SHARDS = 128
+# Open shards at most: see ``shard_budget`` (derived from vm.max_map_count, the maps one open
+# shard holds and RAM; a worker that had touched ~350 tenants once failed every further open
+# with "Cannot allocate memory (os error 12)"). Reopening a shard costs ~5-100 ms.
 _SCROLL_PAGE = 1024
 # The engine's own defaults, stated so that a load after an erasure restores them (a load with a
 # config persists it; an unspecified field would keep ``_VACUUM_ONLY``'s).
@@ -123,13 +122,14 @@ class QdrantEdgeIndex:
         dimension: int,
         *,
         flush_writes: bool = True,
-        max_open: int = MAX_OPEN_SHARDS,
+        max_open: int | None = None,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
-        if max_open < 1:
+        if max_open is not None and max_open < 1:
             raise ValueError(f"max_open must be at least 1, got {max_open}")
-        self._max_open = max_open
+        self.budget = shard_budget(max_open or 0)  # max_open, or derived from the process
+        self._max_open = self.budget.max_open
         self._root = Path(root_dir)
         self._dimension = dimension
         self._flush_writes = flush_writes
@@ -372,6 +372,10 @@ class QdrantEdgeIndex:
                 if shard.closed:  # dropped or closed while we waited: look it up again
                     continue
                 return await asyncio.to_thread(_call, tenant_id, what, shard, fn)
+
+    @property
+    def max_open(self) -> int:
+        return self._max_open
 
     @property
     def open_shards(self) -> int:

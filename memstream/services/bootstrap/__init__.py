@@ -17,6 +17,7 @@ from memstream.services.bootstrap.tools import (
     Forgetting,
     Stores,
     copy_index,
+    database_bytes,
     dead_letters,
     erasure_bench_points,
     erasure_bench_store,
@@ -30,6 +31,7 @@ from memstream.services.bootstrap.tools import (
     rebuild_tools,
     rescore_bench_points,
     rescore_bench_store,
+    shard_budget,
     stores,
 )
 from memstream.services.bootstrap.worker import (
@@ -64,6 +66,7 @@ __all__ = [
     "check_index_encoder",
     "copy_index",
     "credential_store",
+    "database_bytes",
     "dead_letters",
     "erasure_bench_points",
     "erasure_bench_store",
@@ -83,6 +86,7 @@ __all__ = [
     "rescore_bench_store",
     "resolve_model_path",
     "service_key",
+    "shard_budget",
     "stores",
     "utcnow",
 ]

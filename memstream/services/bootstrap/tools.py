@@ -42,6 +42,7 @@ from memstream.services.settings import Settings
 
 if TYPE_CHECKING:
     from memstream.services.adapters.redis_cache import RedisCache
+    from memstream.services.adapters.shard_budget import ShardBudget
 from memstream.services.bootstrap.worker import (
     build_index,
     index_encoder,
@@ -271,3 +272,17 @@ def rescore_bench_store(dsn: str, tenant: str, total: int) -> None:
 async def rescore_bench_points(dsn: str, tenant: str) -> list[tuple[str, str]]:
     """(version_id, memory_key) of the bench tenant's complaints."""
     return await postgres_bench_rescore.complaints(dsn, tenant)
+
+
+def database_bytes(dsn: str) -> int:
+    """The database's size on disk (``bench scale``)."""
+    from memstream.services.adapters.postgres_sizes import database_bytes as size
+
+    return size(dsn)
+
+
+def shard_budget(override: int = 0) -> ShardBudget:
+    """The open-shard limit of this process (``bench scale`` states it)."""
+    from memstream.services.adapters.shard_budget import shard_budget as budget
+
+    return budget(override)

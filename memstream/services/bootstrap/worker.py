@@ -87,6 +87,7 @@ class Container:
     forgetter: Forgetter
     guard: Guard | None = None
     nonces: RedisNonceStore | None = None
+    shard_budget: str | None = None  # the open-shard limit, stated (Qdrant Edge only)
 
     async def close(self) -> None:
         await self.indexer.stop()
@@ -128,7 +129,11 @@ def build_index(settings: Settings, dimension: int) -> VectorIndex:
         return QdrantServerIndex(AsyncQdrantClient(url=settings.qdrant_url), dimension)
     from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 
-    return QdrantEdgeIndex(settings.vector_root, dimension)
+    index = QdrantEdgeIndex(
+        settings.vector_root, dimension, max_open=settings.max_open_shards or None
+    )
+    log.info("%s", index.budget.describe())
+    return index
 
 
 def service_key(settings: Settings) -> X25519PrivateKey:
@@ -303,7 +308,13 @@ async def build(
         forgetter,
         guard,
         nonces,
+        _budget_line(index),
     )
+
+
+def _budget_line(index: VectorIndex) -> str | None:
+    budget = getattr(index, "budget", None)  # Qdrant Edge's ShardBudget
+    return None if budget is None else str(budget.describe())
 
 
 def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:

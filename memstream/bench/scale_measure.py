@@ -1,0 +1,231 @@
+"""``bench scale``'s measurements on one built store: each phase through the worker's handlers.
+
+Every function takes the in-process worker (``bootstrap.build``'s container) and returns plain
+figures; ``scale`` runs them in order at each size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from memstream.bench.scale_store import Writer
+from memstream.ops.replay import tools as replay_tools
+from memstream.services import bootstrap
+from memstream.services.domain.erasure import ErasureScope
+from memstream.services.handlers.rebuild import Feedback, Options, replay_ledger
+from memstream.services.handlers.rescore import Rescorer
+from memstream.services.ports import SilentSink
+from memstream.services.settings import Settings
+
+QUESTIONS = [
+    "what did customer C-{n} return?",
+    "is the complaint of customer C-{n} resolved?",
+    "which order of C-{n} was delivered last?",
+    "did C-{n} ask for a refund?",
+    "what does C-{n} prefer for delivery?",
+]
+
+
+def questions(count: int, salt: str) -> list[str]:
+    """Distinct questions (never asked before in this run: the reply cache cannot answer)."""
+    return [QUESTIONS[i % len(QUESTIONS)].format(n=f"{i + 1}") + f" ({salt})" for i in range(count)]
+
+
+def p50_p95(samples: list[float]) -> tuple[float, float]:
+    if len(samples) < 2:
+        value = samples[0] if samples else 0.0
+        return value, value
+    return statistics.median(samples), statistics.quantiles(samples, n=100)[94]
+
+
+class Cpu:
+    """CPU seconds (user + system) of this process and of the stack's PostgreSQL: the worker's
+    and the database's share of a phase (other users of the machine are not counted)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._own = psutil.Process()
+        self._postmaster = next(
+            (
+                p
+                for p in psutil.process_iter(["name", "cmdline"])
+                if "postgres" in (p.info["name"] or "")
+                and str(data_dir) in " ".join(p.info["cmdline"] or [])
+            ),
+            None,
+        )
+
+    def seconds(self) -> float:
+        procs = [self._own]
+        if self._postmaster is not None:
+            with contextlib.suppress(psutil.Error):
+                procs += [self._postmaster, *self._postmaster.children(recursive=True)]
+        total = 0.0
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
+
+
+def rss_and_maps() -> tuple[int, int]:
+    rss = psutil.Process().memory_info().rss
+    with open(f"/proc/{os.getpid()}/maps", "rb") as maps:
+        return rss, sum(1 for _ in maps)
+
+
+def disk_bytes(path: Path) -> int:
+    """Bytes allocated on disk under ``path`` (sparse files count what they hold)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+    return total
+
+
+def request(tenant: str, text: str) -> dict[str, Any]:
+    return {
+        "request_id": uuid.uuid4().hex,
+        "tenant_id": tenant,
+        "query": text,
+        "force": True,
+        "limit": 10,
+    }
+
+
+async def ask(container: bootstrap.Container, tenant: str, text: str) -> float:
+    """One retrieval through the retrieval handler; its latency in ms (an error raises)."""
+    started = time.perf_counter()
+    reply = await container.retriever.retrieve(request(tenant, text))
+    spent = (time.perf_counter() - started) * 1000
+    if reply.get("status") not in {"ok", "skipped"}:
+        raise RuntimeError(f"retrieval failed: {reply.get('error')}")
+    return spent
+
+
+async def ask_all(container: bootstrap.Container, asks: list[tuple[str, str]]) -> list[float]:
+    return [await ask(container, tenant, text) for tenant, text in asks]
+
+
+async def ingest(
+    writer: Writer, cpu: Cpu, raws: list[dict[str, Any]], model_ms_per_text: float
+) -> dict[str, float]:
+    """``raws`` (texts the model has not seen) through the ingest handler and the indexer with
+    the real model: events/s, and CPU ms per event in all and outside the model."""
+    before, started = cpu.seconds(), time.perf_counter()
+    await writer.write(raws)
+    seconds, spent = time.perf_counter() - started, cpu.seconds() - before
+    per_event = spent * 1000 / len(raws)
+    return {
+        "ingest_events_per_s": len(raws) / seconds,
+        "ingest_cpu_ms_per_event": per_event,
+        "ingest_cpu_ms_outside_model": max(0.0, per_event - model_ms_per_text),
+    }
+
+
+async def queries_under_ingest(
+    container: bootstrap.Container, writer: Writer, tenant: str, raws: list[dict[str, Any]],
+    texts: list[str],
+) -> list[float]:  # fmt: skip
+    """Questions one at a time while ``raws`` are being ingested; only those answered before
+    the ingest finished count."""
+    task = asyncio.create_task(writer.write(raws))
+    times = []
+    try:
+        for text in texts:
+            if task.done():
+                break
+            spent = await ask(container, tenant, text)
+            if not task.done():
+                times.append(spent)
+    finally:
+        await task
+    return times
+
+
+async def rescore(
+    container: bootstrap.Container, cpu: Cpu, period_s: int, budget_s: float, current: int,
+    passes: int = 1,
+) -> dict[str, Any]:  # fmt: skip
+    """The rescoring timer's pass one period on — the versions whose state the clock changed
+    since their last scoring (escalations, expiries: ``Rescorer``): runs of its usual bound
+    until nothing is due or ``budget_s`` is spent. A pass cut short is
+    extrapolated from its rate to the ``current`` versions due; the core share is the pass's
+    CPU (worker + PostgreSQL) per period. ``passes``: this run's pass count so far, this one
+    included — each pass's clock is a period past the last one's, so that what an earlier pass
+    scored is due again."""
+    later = datetime.now(UTC) + timedelta(seconds=passes * (period_s + 1))
+    rescorer = Rescorer(container.rules, container.index, SilentSink().scored, lambda: later)
+    examined = changed = 0
+    before, started = cpu.seconds(), time.perf_counter()
+    while time.perf_counter() - started < budget_s:
+        report = await rescorer.run_once()
+        examined, changed = examined + report.examined, changed + report.changed
+        if not report.examined:
+            break
+    seconds, spent = time.perf_counter() - started, cpu.seconds() - before
+    complete = examined >= current or time.perf_counter() - started < budget_s
+    scale = 1.0 if complete or not examined else current / examined
+    return {
+        "rescore_rows": examined if complete else current,
+        "rescore_rows_measured": examined,
+        "rescore_changed": changed,
+        "rescore_pass_s": seconds * scale,
+        "rescore_extrapolated": not complete,
+        "rescore_core_share": spent * scale / period_s,
+    }
+
+
+async def erase(container: bootstrap.Container, tenant: str, subject: str) -> dict[str, Any]:
+    """``memstream forget`` of one customer through the erasure handler, by phase."""
+    result = await container.forgetter.forget(
+        tenant, ErasureScope.entity(tenant, subject), "bench", "bench-admin"
+    )
+    figures = result.as_dict()
+    seconds: dict[str, float] = figures["seconds"]
+    return {
+        "erase_subject_s": sum(seconds.values()),
+        "erase_phases_s": seconds,
+        "erase_versions": figures["counts"]["versions"],
+        "erase_vectors": figures["vectors_deleted"],
+    }
+
+
+@contextlib.contextmanager
+def _counting(pages: list[tuple[float, int]]) -> Iterator[Callable[[int], None]]:
+    yield lambda n: pages.append((time.perf_counter(), n))
+
+
+async def replay(settings: Settings, tenant: str, schema: str, budget_s: float) -> float:
+    """``memstream replay --into-schema`` of the tenant without vectors for ``budget_s``
+    seconds at most (then stopped): events/s from the first page recorded to the last (the
+    copy's schema is made before)."""
+    assert settings.postgres_dsn is not None
+    pages: list[tuple[float, int]] = []
+    feedback = Feedback(lambda line: None, lambda label, total: _counting(pages))
+    options = Options(schema=schema, tenants=(tenant,), no_vectors=True, batch=256)
+    task = asyncio.create_task(
+        replay_ledger(replay_tools(settings), feedback, settings.postgres_dsn, options, None)
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(task), budget_s)
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    else:
+        task.result()
+    if len(pages) < 2:
+        return 0.0
+    return sum(n for _, n in pages[1:]) / (pages[-1][0] - pages[0][0])
