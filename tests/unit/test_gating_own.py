@@ -78,6 +78,8 @@ def test_a_user_naming_a_kind_of_their_records_is_answered_from_memory() -> None
         ("快递到哪了", "快递"),
         ("什么时候到", "什么时候到"),
         ("how long do refunds take?", "refunds"),
+        ("when does it ship?", "ship"),
+        ("东西哪天能到", "能到"),
     ):
         decision = gate(asked(query), NOW)
         assert decision.needs_memory, query

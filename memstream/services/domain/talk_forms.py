@@ -4,9 +4,9 @@
   two things differ, whether something is safe: "how does active noise cancelling work?",
   "what's the difference between USB-C and Lightning?", "why do chargers get hot?", "is it safe
   to leave a phone charging overnight?", "主动降噪的原理是什么？", "USB-C和Lightning有什么区别",
-  "为什么充电器会发热", "这个成语什么意思". "why does *my* charger …" carries a possessive (a
-  strong cue) and is looked up before its form is read; "why does Melanie …" is about someone,
-  not an explanation.
+  "为什么充电器会发热", "这个成语什么意思", "what is the origin of the word robot?". "why does
+  *my* charger …" carries a possessive (a strong cue) and is looked up before its form is read;
+  "why does Melanie …" is about someone, not an explanation.
 - **opinion**: the agent's view asked after a remark: "my friend says autumn is rainy, what do
   you think?", "我觉得咖啡比茶好喝，你说呢", "你怎么看".
 
@@ -30,6 +30,7 @@ _EXPLANATION_EN = re.compile(
     r"|why\s+(?:do|does)(?=\s+(?!my\b|our\b|your\b|i\b|we\b))"
     r"|is\s+it\s+(?:safe|ok|okay|bad|normal|healthy|true)\s+to"
     r"|what\s+does\s+(?!my\b|our\b)[\w\s'\"-]+?\s+mean"
+    r"|(?:origin|meaning|definition|etymology)\s+of\s+the\s+(?:word|term|phrase|name)"
     r")(?![a-z])",
     re.IGNORECASE,
 )
