@@ -292,3 +292,21 @@ def test_the_overdue_complaint_answers_which_one_is_overdue() -> None:
         ranked = score_candidates(ask(query), pool, NOW)
         assert ids(ranked)[0] == "overdue", query
         assert ranked[0].effective_status == "escalated"
+
+
+# --- an id the question names ----------------------------------------------------------------
+
+
+def test_a_look_alike_id_yields_to_the_id_named() -> None:
+    ax310, ax130 = Anchor("product", "AX-310"), Anchor("product", "AX-130")
+    pool = [
+        memory("ax130", "The AX-130 smart watch charges over Lightning.", NOW - timedelta(120),
+               fact_type="spec", source="official", vector=0.68, keyword=0.63, entity=ax130),
+        memory("ax310", "The AX-310 smart watch charges over USB-C.", NOW - timedelta(20),
+               fact_type="spec", source="official", vector=0.46, keyword=0.63, entity=ax310),
+    ]  # fmt: skip
+    ranked = score_candidates(ask("does the AX-310 charge over Lightning?", False), pool, NOW)
+    assert ids(ranked) == ["ax310", "ax130"]
+    assert "named id" in {name for name, _ in ranked[1].factors}
+    unnamed = score_candidates(ask("which smart watch charges over Lightning?", False), pool, NOW)
+    assert not any(name == "named id" for r in unnamed for name, _ in r.factors)

@@ -20,6 +20,7 @@
    and named in the result's ``factors`` (``yielding``), in this order: arbitration of
    conflicts (the loser's final × 0.5, ``arbitration``); the more authoritative source about
    the same entity first (``sources``); problem records and open matters first (``matters``);
+   the memories about an id the question names first (``yielding.named_first``);
    the memory matching all the attributes a question names first
    (``yielding.attributes_first``); the user's records of the kind a question names before
    their notes (``kinds``); what happened in the period a question names first
@@ -79,7 +80,7 @@ from memstream.services.domain.trust import (
     state_consistency,
     trust_score,
 )
-from memstream.services.domain.yielding import attributes_first, focus_first
+from memstream.services.domain.yielding import attributes_first, focus_first, named_first
 
 DEFAULT_RENDER_BUDGET = 8000  # characters for all blocks together (~2k tokens)
 
@@ -180,6 +181,7 @@ def _ordered(
     if profile.alpha > 0 and profile.authority > 0:  # a tenant that weighs sources at all
         ruled = sources_first(ruled, reading)
     ruled = matters_first(ruled, reading, rules.state)
+    ruled = named_first(ruled, reading)
     ruled = attributes_first(ruled, reading)
     user = request.user_id is not None or any(
         a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors

@@ -33,6 +33,14 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   number, and short follow-ups are where similarity says least; the agent said which order is
   meant, and the fresher shipment of another order is not the answer. This binds with or
   without an anaphor.
+- **named id** (``named_first``): a question that names an id or a model ("AX-310",
+  "O-145130", "CRM-8823": ``QuestionReading.named_ids``) asks about that one: a memory about
+  none of the ids named (not anchored to one, no attribute holding one, none in its text as a
+  whole token) yields to the memories about one of them at least ``RELEVANCE_SHARE`` as
+  relevant. Why: look-alike ids ("AX-130" for "AX-310", another customer's order number one
+  digit off) share most of their characters and all of their words with the question; the id
+  is the one thing that tells them apart, and it is exact.
+
 The rules of time a question asks (latest / earliest, a named period) are in ``timely``.
 
 Pure. Must not import any I/O library.
@@ -55,6 +63,7 @@ MIN_ATTRIBUTES = 2
 
 ATTRIBUTES = "attributes"
 FOCUS = "focus"
+NAMED = "named id"
 
 
 def scaled(result: ScoredResult, name: str, factor: float) -> ScoredResult:
@@ -225,4 +234,20 @@ def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> li
         FOCUS,
         leads=leads,
         yields=lambda r: outside(r) and not _of_a_focused_kind(r.candidate, focus),
+    )
+
+
+def named_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
+    """The named-id rule of the module docstring."""
+    named = tuple(Anchor("", term) for term in reading.named_ids)
+    if not named:
+        return list(results)
+    about = {r.candidate.version_id for r in results if about_focus(r.candidate, named)}
+    if not about:
+        return list(results)
+    return yield_to(
+        results,
+        NAMED,
+        leads=lambda r: r.candidate.version_id in about,
+        yields=lambda r: r.candidate.version_id not in about,
     )
