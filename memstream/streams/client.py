@@ -36,7 +36,7 @@ from aiokafka.errors import KafkaError
 from memstream.schemas import codec, envelope
 from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
-from memstream.streams.stalls import StallWatch, lagging, raised
+from memstream.streams.stalls import LOWER, RAISE, StallWatch, lagging, lowered, raised
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,7 @@ class MemoryClient:
         self._reader: asyncio.Task[None] | None = None
         self.late_replies = 0
         self.forged_replies = 0
+        self.fetch_stalls = 0  # times the reply fetch wait was raised (memstream.streams.stalls)
 
     async def start(self) -> MemoryClient:
         text = self._credential_text or os.environ.get("MEMSTREAM_KEY", "").strip()
@@ -206,13 +207,21 @@ class MemoryClient:
             wait = PENDING_FETCH_WAIT_MS if self._pending else IDLE_FETCH_WAIT_MS
             fetcher._fetch_max_wait_ms = max(wait, self._floor_ms)
 
-    def _check_stall(self, partition: TopicPartition, delivered: bool) -> None:
-        """Three empty fetches in a row while the reply partition's high watermark is past our
+    def _check_stall(self, partitions: list[TopicPartition], delivered: bool) -> None:
+        """Three empty fetches in a row while a reply partition's high watermark is past our
         position: the broker needs a longer wait to find our offset (see
-        ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``."""
-        behind = self._consumer is not None and lagging(self._consumer, [partition])
-        if not self._stalls.observe(delivered, behind):
+        ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``. A calm run of
+        fetches halves it again."""
+        behind = self._consumer is not None and lagging(self._consumer, partitions)
+        verdict = self._stalls.observe(delivered, behind)
+        if verdict == LOWER and self._floor_ms:
+            before, self._floor_ms = self._floor_ms, lowered(self._floor_ms, PENDING_FETCH_WAIT_MS)
+            log.info("reply fetches are calm again: fetch wait floor %d → %d ms", before,
+                     self._floor_ms)  # fmt: skip
+            self._pace()
+        if verdict != RAISE:
             return
+        self.fetch_stalls += 1
         before = max(PENDING_FETCH_WAIT_MS, self._floor_ms)
         self._floor_ms = raised(before)
         log.warning(
