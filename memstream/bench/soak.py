@@ -70,8 +70,14 @@ def cut(samples: list[float], q: float) -> float:
 class Sampler:
     """Each minute: the broker's RSS (MiB) and CPU seconds, the worker's CPU seconds."""
 
-    def __init__(self, broker: psutil.Process | None, worker: psutil.Process | None) -> None:
+    def __init__(
+        self,
+        broker: psutil.Process | None,
+        worker: psutil.Process | None,
+        answered: list[float] | None = None,
+    ) -> None:
         self.rows: list[dict[str, float]] = []
+        self._answered = answered  # printed each minute, so a long run shows its progress
         self._broker = broker
         self._worker = worker
         self._stop = threading.Event()
@@ -92,8 +98,16 @@ class Sampler:
                 "worker_cpu": self._cpu(self._worker)}  # fmt: skip
 
     def _run(self) -> None:
+        seen = 0
         while not self._stop.wait(60.0):
             self.rows.append(self.sample())
+            if self._answered is not None:
+                total = len(self._answered)
+                out.print(
+                    f"  minute {len(self.rows) - 1}: {total - seen} answered ({total} in all), "
+                    f"broker RSS {self.rows[-1]['broker_rss_mib']:.0f} MiB"
+                )
+                seen = total
 
     def start(self) -> Sampler:
         self.rows.append(self.sample())
@@ -247,14 +261,14 @@ def bench_soak(
                     extra.terminate()
                     extra.wait(60)
 
-        sampler = Sampler(_broker_process(), psutil.Process(worker.pid)).start()
+        done_at: list[float] = []
+        sampler = Sampler(_broker_process(), psutil.Process(worker.pid), done_at).start()
         helpers = [threading.Thread(target=ingest_bursts, daemon=True)]
         if churn:
             helpers.append(threading.Thread(target=churn_workers, daemon=True))
         for helper in helpers:
             helper.start()
         started = time.monotonic()
-        done_at: list[float] = []
         spans: list[tuple[float, float]] = []
         ends, queues, outcomes = asyncio.run(
             _soak(resolved, tenant, requests, concurrency, done_at, spans)
