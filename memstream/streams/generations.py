@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 UPKEEP_SECONDS = 5.0  # topics created ahead / deleted this often (a generation lasts ≥ 10 s)
 COMMIT_SECONDS = 1.0
+DRAIN_SECONDS = 5.0  # a partition handed away, or a stop, waits this long for its answers
 MAX_RECORDS = 256
 
 
@@ -71,6 +72,7 @@ class GenerationReader:
         self._assigned: set[TopicPartition] = set()
         self._next: dict[TopicPartition, int] = {}  # next offset to hand over, per partition
         self._committed: dict[TopicPartition, int] = {}
+        self._inflight: dict[TopicPartition, set[int]] = {}  # handed over, not yet answered
         self._existing: set[str] = set()
         self._dirty = asyncio.Event()
         self._applied = asyncio.Event()
@@ -174,7 +176,9 @@ class GenerationReader:
         finally:
             if upkeep is not None:
                 upkeep.cancel()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(BaseException):  # a stop: answer what was handed over
+                await self._drain(self._assigned, DRAIN_SECONDS)
+            with contextlib.suppress(BaseException):
                 await self._commit(consumer, self._assigned)
             with contextlib.suppress(Exception):
                 await consumer.stop()
@@ -190,6 +194,7 @@ class GenerationReader:
                 if message.offset < self._next.get(tp, 0):
                     continue
                 self._next[tp] = message.offset + 1
+                self._inflight.setdefault(tp, set()).add(message.offset)
                 delivered = True
                 self.pace.activity()
                 await self._slots.acquire()
@@ -208,6 +213,8 @@ class GenerationReader:
             )
         finally:
             self._slots.release()
+            tp = TopicPartition(message.topic, message.partition)
+            self._inflight.get(tp, set()).discard(message.offset)
 
     def _desired(self, consumer: AIOKafkaConsumer) -> set[TopicPartition]:
         now = self._clock_ms()
@@ -237,6 +244,7 @@ class GenerationReader:
         desired = self._desired(consumer)
         if desired != self._assigned:
             removed = self._assigned - desired
+            await self._drain(removed, DRAIN_SECONDS)  # the next owner starts after them
             await self._commit(consumer, removed)
             kept = {tp: self._next[tp] for tp in self._assigned & desired if tp in self._next}
             consumer.assign(list(desired))
@@ -254,6 +262,8 @@ class GenerationReader:
             for tp in removed:
                 self._next.pop(tp, None)
                 self._committed.pop(tp, None)
+                if not self._inflight.get(tp):
+                    self._inflight.pop(tp, None)
             self._assigned = desired
             log.info(
                 "reading %d partitions of request generations %s",
@@ -261,11 +271,22 @@ class GenerationReader:
             )  # fmt: skip
         self._applied.set()
 
+    async def _drain(self, tps: Iterable[TopicPartition], seconds: float) -> None:
+        """Wait (at most ``seconds``) until the requests handed over from ``tps`` are answered."""
+        if any(self._inflight.get(tp) for tp in tps) and self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=seconds)  # ≤ concurrency requests
+
+    def _committable(self, tp: TopicPartition) -> int:
+        """The first offset not yet answered: a request handed over but unanswered when this
+        worker stops is read again by the next owner, never skipped."""
+        pending = self._inflight.get(tp)
+        return min(pending) if pending else self._next[tp]
+
     async def _commit(self, consumer: AIOKafkaConsumer, tps: Iterable[TopicPartition]) -> None:
         offsets = {
-            tp: self._next[tp]
+            tp: self._committable(tp)
             for tp in tps
-            if tp in self._next and self._committed.get(tp) != self._next[tp]
+            if tp in self._next and self._committed.get(tp) != self._committable(tp)
         }
         if not offsets:
             return
