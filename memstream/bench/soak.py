@@ -70,8 +70,14 @@ def cut(samples: list[float], q: float) -> float:
 class Sampler:
     """Each minute: the broker's RSS (MiB) and CPU seconds, the worker's CPU seconds."""
 
-    def __init__(self, broker: psutil.Process | None, worker: psutil.Process | None) -> None:
+    def __init__(
+        self,
+        broker: psutil.Process | None,
+        worker: psutil.Process | None,
+        answered: list[float] | None = None,
+    ) -> None:
         self.rows: list[dict[str, float]] = []
+        self._answered = answered  # printed each minute, so a long run shows its progress
         self._broker = broker
         self._worker = worker
         self._stop = threading.Event()
@@ -92,8 +98,16 @@ class Sampler:
                 "worker_cpu": self._cpu(self._worker)}  # fmt: skip
 
     def _run(self) -> None:
+        seen = 0
         while not self._stop.wait(60.0):
             self.rows.append(self.sample())
+            if self._answered is not None:
+                total = len(self._answered)
+                out.print(
+                    f"  minute {len(self.rows) - 1}: {total - seen} answered ({total} in all), "
+                    f"broker RSS {self.rows[-1]['broker_rss_mib']:.0f} MiB"
+                )
+                seen = total
 
     def start(self) -> Sampler:
         self.rows.append(self.sample())
@@ -128,8 +142,25 @@ def per_minute(done_at: list[float]) -> list[int]:
     return minutes[:-1] or minutes
 
 
+def near_turns(spans: list[tuple[float, float]], period_s: float) -> tuple[int, int, int]:
+    """(generation turns during the run, requests over 1 s in flight at a turn or started
+    within 2 s after one, requests over 1 s in all) for ``spans`` of (start, end) epoch s."""
+    if not spans or period_s <= 0:
+        return 0, 0, sum(1 for a, b in spans if b - a > 1)
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    turns = [n * period_s for n in range(int(first // period_s) + 1, int(last // period_s) + 1)]
+    slow = [(a, b) for a, b in spans if b - a > 1]
+    near = sum(1 for a, b in slow if any(a - 2 <= t <= b for t in turns))
+    return len(turns), near, len(slow)
+
+
 async def _soak(
-    settings: Settings, tenant: str, total: int, concurrency: int, done_at: list[float]
+    settings: Settings,
+    tenant: str,
+    total: int,
+    concurrency: int,
+    done_at: list[float],
+    spans: list[tuple[float, float]],
 ) -> tuple[list[float], list[float], dict[str, int]]:
     from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
@@ -150,6 +181,7 @@ async def _soak(
             while issued < total:
                 issued += 1
                 started = time.perf_counter()
+                wall = time.time()
                 try:
                     reply = await client.retrieve(
                         rng.choice(texts), tenant, force=rng.random() < 0.7, limit=5
@@ -162,6 +194,7 @@ async def _soak(
                     key = "client_error"
                 finished = time.perf_counter()
                 ends.append((finished - started) * 1000)
+                spans.append((wall, wall + finished - started))
                 if key in ("ok", "skipped"):
                     done_at.append(finished - origin)
                 outcomes[key] = outcomes.get(key, 0) + 1
@@ -228,17 +261,20 @@ def bench_soak(
                     extra.terminate()
                     extra.wait(60)
 
-        sampler = Sampler(_broker_process(), psutil.Process(worker.pid)).start()
+        done_at: list[float] = []
+        sampler = Sampler(_broker_process(), psutil.Process(worker.pid), done_at).start()
         helpers = [threading.Thread(target=ingest_bursts, daemon=True)]
         if churn:
             helpers.append(threading.Thread(target=churn_workers, daemon=True))
         for helper in helpers:
             helper.start()
         started = time.monotonic()
-        done_at: list[float] = []
+        spans: list[tuple[float, float]] = []
         ends, queues, outcomes = asyncio.run(
-            _soak(resolved, tenant, requests, concurrency, done_at)
+            _soak(resolved, tenant, requests, concurrency, done_at, spans)
         )
+        figures["rotate_s"] = resolved.rotate_seconds or 0
+        figures["turns"] = near_turns(spans, figures["rotate_s"])
         figures["seconds"] = time.monotonic() - started
         sampler.stop()
         figures["per_minute"] = per_minute(done_at)
@@ -282,6 +318,14 @@ def print_soak(figures: dict[str, Any]) -> None:
         f"queue ms (broker → worker): p50 {q[0.5]:.1f} · p99 {q[0.99]:.1f} · "
         f"p99.9 {q[0.999]:.1f} · max {q[1.0]:.1f} · over 1 s: {figures['queue_over_1s']}"
     )
+    turns, near, slow = figures["turns"]
+    if figures["rotate_s"]:
+        out.print(
+            f"generation turns (every {figures['rotate_s']} s): {turns} · requests over 1 s "
+            f"at a turn (in flight, or started ≤ 2 s after): {near} of {slow}"
+        )
+    else:
+        out.print("generation turns: rotation off")
     out.print("outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(figures["outcomes"].items())))
     minutes = figures["per_minute"]
     if minutes:

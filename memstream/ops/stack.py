@@ -124,7 +124,7 @@ def resolve_settings(settings: Settings) -> Settings:
         return settings
     return settings.with_endpoints(
         broker=info["broker"], postgres_dsn=info["postgres_dsn"], redis_url=info["redis_url"]
-    )
+    ).with_rotation(settings.broker is None and info.get("broker_storage") == "memory")
 
 
 class EmbeddedStack:
@@ -180,7 +180,9 @@ class EmbeddedStack:
                 "broker_storage": "memory" if self.broker_in_memory else "external",
             }
             (self.data_dir / RUNTIME_FILE).write_text(json.dumps(info, indent=2))
-        return self._settings.with_endpoints(broker=broker, postgres_dsn=dsn, redis_url=redis_url)
+        return self._settings.with_endpoints(
+            broker=broker, postgres_dsn=dsn, redis_url=redis_url
+        ).with_rotation(self.broker_in_memory)
 
     def _take_lock(self) -> None:
         handle = (self.data_dir / LOCK_FILE).open("a+")

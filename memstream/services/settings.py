@@ -71,6 +71,9 @@ class Topics:
         }
 
 
+# The embedded broker's transient topics rotate this often (memstream.services.domain.generations).
+DEFAULT_ROTATE_SECONDS = 60
+
 # (environment variable, field, description) — the README's settings table is this list.
 ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
     (
@@ -145,6 +148,18 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "the same while retrieval requests flow (30 s after the last one; default 2, ≥ 2)",
     ),
     (
+        "MEMSTREAM_ROTATE_SECONDS",
+        "rotate_seconds",
+        "period of the requests/replies topic generations (0: off; unset: 60 on the embedded "
+        "broker, off on Kafka; ≥ 10)",
+    ),
+    (
+        "MEMSTREAM_ROTATE_GRACE_SECONDS",
+        "rotate_grace_seconds",
+        "how long a generation's topics outlive it before they are deleted (default 960: the "
+        "longest a request token lives; shorter only if every client's timeout is shorter)",
+    ),
+    (
         "MEMSTREAM_KEY",
         "key",
         "the credential clients (ask, publish, MemoryClient) use (default: the data dir's "
@@ -186,6 +201,8 @@ class Settings:
     max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
+    rotate_seconds: int | None = None  # None: decided by the stack (memstream.ops.stack)
+    rotate_grace_seconds: int = 960
     embed_threads: int = 0
     encoder: str = "onnx"
     model_cache: Path | None = None
@@ -214,6 +231,11 @@ class Settings:
             if not low <= value <= high:
                 raise SettingsError(f"{name}={value} is out of range [{low}, {high}]")
             return value
+
+        def rotation(seconds: int) -> int:
+            if 0 < seconds < 10:  # topics are created ahead every 5 s: a turn needs longer
+                raise SettingsError(f"MEMSTREAM_ROTATE_SECONDS={seconds}: 0 (off) or ≥ 10")
+            return seconds
 
         level = (get("MEMSTREAM_LOG_LEVEL") or "warn").lower()
         if level not in {"crit", "error", "warn", "info", "debug"}:
@@ -261,6 +283,12 @@ class Settings:
             max_open_shards=integer("MEMSTREAM_MAX_OPEN_SHARDS", 0, 0, 100_000),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 2, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 2, 1_500),
+            rotate_seconds=(
+                rotation(integer("MEMSTREAM_ROTATE_SECONDS", 0, 0, 86_400))
+                if get("MEMSTREAM_ROTATE_SECONDS") is not None
+                else None
+            ),
+            rotate_grace_seconds=integer("MEMSTREAM_ROTATE_GRACE_SECONDS", 960, 0, 86_400),
             embed_threads=integer("MEMSTREAM_EMBED_THREADS", 0, 0, 256),
             gateway_port=integer("MEMSTREAM_GATEWAY_PORT", 7070, 0, 65535),
             log_level=level,
@@ -288,6 +316,7 @@ class Settings:
             "MEMSTREAM_ENCODER": self.encoder,
             "MEMSTREAM_GATEWAY_PORT": str(self.gateway_port),
             "MEMSTREAM_AUTH": self.auth,
+            "MEMSTREAM_ROTATE_GRACE_SECONDS": str(self.rotate_grace_seconds),
         }
         optional = {
             "MEMSTREAM_BROKER": self.broker,
@@ -298,6 +327,9 @@ class Settings:
             "MEMSTREAM_MODEL_PATH": str(self.model_path) if self.model_path else None,
             "MEMSTREAM_MODEL_CACHE": str(self.model_cache) if self.model_cache else None,
             "MEMSTREAM_KEY": self.key,
+            "MEMSTREAM_ROTATE_SECONDS": (
+                str(self.rotate_seconds) if self.rotate_seconds is not None else None
+            ),
             "MEMSTREAM_SERVICE_KEY_FILE": (
                 str(self.service_key_file) if self.service_key_file else None
             ),
@@ -323,6 +355,22 @@ class Settings:
         """Exports are keyed by the model's hash and the libraries' versions: one cache serves
         every data dir of the user (an export takes seconds)."""
         return self.model_cache or Path("~/.cache/memstream/models").expanduser()
+
+    @property
+    def rotate_grace_ms(self) -> int:
+        return self.rotate_grace_seconds * 1000
+
+    @property
+    def rotate_ms(self) -> int:
+        """The period of the transient topics' generations in ms; 0: no rotation."""
+        return (self.rotate_seconds or 0) * 1000
+
+    def with_rotation(self, embedded_broker: bool) -> Settings:
+        """Rotation decided where unset: on (``DEFAULT_ROTATE_SECONDS``) with the embedded
+        broker, which deletes nothing; off with Kafka, whose retention deletes."""
+        if self.rotate_seconds is not None:
+            return self
+        return replace(self, rotate_seconds=DEFAULT_ROTATE_SECONDS if embedded_broker else 0)
 
     def with_endpoints(
         self,

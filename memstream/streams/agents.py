@@ -20,6 +20,7 @@ import faust
 from memstream.services.handlers.ingest import Envelope, epoch_moment
 from memstream.services.ports import Position
 from memstream.streams import transport
+from memstream.streams.generations import GenerationReader
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
                     "request at %s/%s/%s failed", message.topic, message.partition, message.offset
                 )
 
+    reader = _generations(app, runtime)
     rebalance: dict[str, float] = {}
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
@@ -103,6 +105,8 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         # partitions is what an operator looks for when requests stall.
         rebalance["started"] = time.monotonic()
         rebalance["held"] = float(len(revoked))
+        if reader is not None:  # commit where it stopped before another worker takes over
+            await reader.disown(tp.partition for tp in revoked if tp.topic == reader.base)
         level = logging.WARNING if revoked else logging.INFO
         log.log(level, "consumer group rebalance: %d partitions revoked", len(revoked))
 
@@ -112,6 +116,8 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         level = logging.WARNING if rebalance.pop("held", 0.0) else logging.INFO
         paused = f" after {time.monotonic() - started:.1f}s without partitions" if started else ""
         requests = sum(1 for tp in assigned if tp.topic == runtime.settings.topics.requests)
+        if reader is not None:
+            reader.own(tp.partition for tp in assigned if tp.topic == reader.base)
         log.log(
             level,
             "consumer group rebalance: %d partitions assigned (%d of the requests topic)%s",
@@ -183,3 +189,39 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             return
         if swept:
             log.info("index sweep indexed %d versions", swept)
+
+
+def _generations(app: faust.App, runtime: Any) -> GenerationReader | None:
+    """With rotation on (the embedded broker), the reader of the requests topic's generations
+    (``memstream.streams.generations``): same handler, partitions owned through the group's
+    assignment of the configured requests topic."""
+    settings = runtime.settings
+    if not settings.rotate_ms:
+        return None
+
+    async def handle(message: Any) -> None:
+        container = await runtime.container()
+        assert container.responder is not None
+        await container.responder.handle(
+            message.key,
+            message.value,
+            _headers(message.headers),
+            Position(message.topic, message.partition, message.offset),
+            published_ms=float(message.timestamp) if message.timestamp else None,
+        )
+
+    reader = GenerationReader(settings, handle, QUERY_CONCURRENCY)
+
+    @app.task  # type: ignore[untyped-decorator]
+    async def generations() -> None:
+        container = await runtime.container()
+        if container.responder is not None:  # clients are told once the topics exist
+            container.responder.rotation_ms = lambda: reader.period_ms if reader.live else None
+        try:
+            await reader.run()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            _fatal("the request generations' reader", exc)
+
+    return reader

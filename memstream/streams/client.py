@@ -34,9 +34,15 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from memstream.schemas import codec, envelope
+from memstream.services.domain import generations as gens
 from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
-from memstream.streams.stalls import StallWatch, lagging, raised
+from memstream.streams.errors import BrokerUnavailable as BrokerUnavailable
+from memstream.streams.errors import ClientStopped as ClientStopped
+from memstream.streams.errors import MemoryClientError as MemoryClientError
+from memstream.streams.errors import RetrievalTimeout as RetrievalTimeout
+from memstream.streams.errors import anchors_of
+from memstream.streams.stalls import LOWER, RAISE, StallWatch, lagging, lowered, raised
 
 log = logging.getLogger(__name__)
 
@@ -51,38 +57,6 @@ PENDING_FETCH_WAIT_MS = 2
 START_SECONDS = 5.0  # connecting to the broker at start() takes this long at most
 READ_RETRY_SECONDS = 0.5  # the reply reader's pause after a broker error
 TOKEN_LIFETIME_MS = 600_000  # a request token is good this long at most (the service caps it)
-
-
-class MemoryClientError(Exception):
-    """Root of the client's errors."""
-
-
-class RetrievalTimeout(MemoryClientError):
-    def __init__(self, request_id: str, seconds: float) -> None:
-        super().__init__(
-            f"no reply to request {request_id} within {seconds:.1f}s: is a memstream worker "
-            "running and consuming the requests topic?"
-        )
-        self.request_id = request_id
-
-
-class BrokerUnavailable(MemoryClientError):
-    """The broker could not be reached, or refused a request (the driver's error is the
-    ``__cause__``)."""
-
-
-class ClientStopped(MemoryClientError):
-    """The client was stopped while the call awaited its reply."""
-
-
-def _anchors(items: Sequence[tuple[str, str]] | Sequence[dict[str, str]]) -> list[dict[str, str]]:
-    out = []
-    for item in items:
-        if isinstance(item, dict):
-            out.append({"type": str(item["type"]), "id": str(item["id"])})
-        else:
-            out.append({"type": str(item[0]), "id": str(item[1])})
-    return out
 
 
 class MemoryClient:
@@ -111,6 +85,13 @@ class MemoryClient:
         self._timeout = timeout
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._floor_ms = 0  # the reply fetch wait the broker has shown it needs (stalls)
+        # The generations' period, once a sealed reply told it (domain.generations); None:
+        # the configured topics. The reply partitions read: the configured one and those of
+        # the generations this client sends to.
+        self._rotation_ms: int | None = None
+        self._reading: set[TopicPartition] = set()
+        self._awaiting: dict[str, str] = {}  # request id → the reply topic it asked for
+        self._following = asyncio.Lock()
         self._stalls = StallWatch()
         self._sessions: dict[str, envelope.SessionKeys] = {}
         self._producer: AIOKafkaProducer | None = None
@@ -118,6 +99,7 @@ class MemoryClient:
         self._reader: asyncio.Task[None] | None = None
         self.late_replies = 0
         self.forged_replies = 0
+        self.fetch_stalls = 0  # times the reply fetch wait was raised (memstream.streams.stalls)
 
     async def start(self) -> MemoryClient:
         text = self._credential_text or os.environ.get("MEMSTREAM_KEY", "").strip()
@@ -161,9 +143,40 @@ class MemoryClient:
         await self._producer.start()
         await self._consumer.start()
         partition = TopicPartition(self._topics.replies, self._partition)
+        self._reading = {partition}
         self._consumer.assign([partition])
         await self._consumer.seek_to_end(partition)
         await self._consumer.position(partition)  # resolve now, before the first request
+
+    def _route(self) -> tuple[str, str]:
+        """The (requests, replies) topics for the next request: the current generation's
+        when the service rotates them, else the configured ones."""
+        if not self._rotation_ms:
+            return self._topics.requests, self._topics.replies
+        gen = gens.generation(int(time.time() * 1000), self._rotation_ms)
+        return gens.named(self._topics.requests, gen), gens.named(self._topics.replies, gen)
+
+    async def _follow(self, replies: str) -> None:
+        """Read our partition of ``replies`` from its end, before the request is sent; stop
+        reading generations that no awaited request and no current route uses."""
+        consumer = self._consumer
+        assert consumer is not None
+        wanted = TopicPartition(replies, self._partition)
+        used = {wanted, TopicPartition(self._topics.replies, self._partition)}
+        used |= {TopicPartition(t, self._partition) for t in self._awaiting.values()}
+        if wanted in self._reading and self._reading <= used:
+            return
+        kept = {}
+        for tp in self._reading & used:  # assign() forgets positions: carry them over
+            with contextlib.suppress(AssertionError, KafkaError):
+                kept[tp] = await consumer.position(tp)
+        self._reading = (self._reading & used) | {wanted}
+        consumer.assign(sorted(self._reading))
+        for tp, offset in kept.items():
+            consumer.seek(tp, offset)
+        if wanted not in kept:
+            await consumer.seek_to_end(wanted)
+            await consumer.position(wanted)
 
     async def stop(self) -> None:
         """Stop reading and sending; every call still awaiting its reply fails with
@@ -206,13 +219,21 @@ class MemoryClient:
             wait = PENDING_FETCH_WAIT_MS if self._pending else IDLE_FETCH_WAIT_MS
             fetcher._fetch_max_wait_ms = max(wait, self._floor_ms)
 
-    def _check_stall(self, partition: TopicPartition, delivered: bool) -> None:
-        """Three empty fetches in a row while the reply partition's high watermark is past our
+    def _check_stall(self, partitions: list[TopicPartition], delivered: bool) -> None:
+        """Three empty fetches in a row while a reply partition's high watermark is past our
         position: the broker needs a longer wait to find our offset (see
-        ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``."""
-        behind = self._consumer is not None and lagging(self._consumer, [partition])
-        if not self._stalls.observe(delivered, behind):
+        ``memstream.streams.stalls``); double it, up to ``STALL_CAP_MS``. A calm run of
+        fetches halves it again."""
+        behind = self._consumer is not None and lagging(self._consumer, partitions)
+        verdict = self._stalls.observe(delivered, behind)
+        if verdict == LOWER and self._floor_ms:
+            before, self._floor_ms = self._floor_ms, lowered(self._floor_ms, PENDING_FETCH_WAIT_MS)
+            log.info("reply fetches are calm again: fetch wait floor %d → %d ms", before,
+                     self._floor_ms)  # fmt: skip
+            self._pace()
+        if verdict != RAISE:
             return
+        self.fetch_stalls += 1
         before = max(PENDING_FETCH_WAIT_MS, self._floor_ms)
         self._floor_ms = raised(before)
         log.warning(
@@ -223,7 +244,6 @@ class MemoryClient:
 
     async def _read(self) -> None:
         assert self._consumer is not None
-        partition = TopicPartition(self._topics.replies, self._partition)
         while True:
             try:
                 batches = await self._consumer.getmany(timeout_ms=200)
@@ -231,12 +251,12 @@ class MemoryClient:
                 log.warning("reading replies failed (%s); retrying", exc)
                 await asyncio.sleep(READ_RETRY_SECONDS)
                 with contextlib.suppress(KafkaError, OSError, AssertionError):
-                    await self._consumer.seek_to_end(partition)
+                    await self._consumer.seek_to_end(*self._reading)
                 continue
             for messages in batches.values():
                 for message in messages:
                     self._deliver(message.key, message.value)
-            self._check_stall(partition, any(batches.values()))
+            self._check_stall(sorted(self._reading), any(batches.values()))
 
     def _deliver(self, key: bytes | None, value: bytes | None) -> None:
         request_id = (key or b"").decode("utf-8", "replace")
@@ -256,6 +276,8 @@ class MemoryClient:
             self.forged_replies += 1
             return
         self._pending.pop(request_id, None)
+        rotation = reply.get("rotation_ms")
+        self._rotation_ms = rotation if isinstance(rotation, int) and rotation > 0 else None
         future.set_result(reply)
 
     async def retrieve(
@@ -281,10 +303,10 @@ class MemoryClient:
             "tenant_id": tenant or "",  # the credential's tenant when empty
             "query": query,
             "user_id": user,
-            "anchors": _anchors(anchors),
+            "anchors": anchors_of(anchors),
             "context": {
                 "active_task": active_task,
-                "active_entities": _anchors(active_entities),
+                "active_entities": anchors_of(active_entities),
                 "time_window": {"from": window[0], "to": window[1]} if window else None,
             },
             "as_of": as_of,
@@ -301,10 +323,11 @@ class MemoryClient:
         seconds = timeout if timeout is not None else self._timeout
         request_id = str(record.get("request_id") or uuid.uuid4().hex)
         deadline_ms = int((time.time() + seconds) * 1000)
+        requests, replies = self._route()
         record = {
             **record,
             "request_id": request_id,
-            "reply_to": self._topics.replies,
+            "reply_to": replies,
             "reply_partition": self._partition,
             "deadline_ms": deadline_ms,
         }
@@ -325,7 +348,7 @@ class MemoryClient:
             value,
             request_id,
             min(deadline_ms, int(time.time() * 1000) + TOKEN_LIFETIME_MS),
-            envelope.request_binding(reply_key_text.encode(), self._topics.replies, partition),
+            envelope.request_binding(reply_key_text.encode(), replies, partition),
         )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
@@ -333,7 +356,7 @@ class MemoryClient:
         self._pace()
         headers = [
             ("correlation_id", request_id.encode()),
-            ("reply_to", self._topics.replies.encode()),
+            ("reply_to", replies.encode()),
             ("reply_partition", partition.encode()),
             ("deadline_ms", str(deadline_ms).encode()),
             (envelope.AUTH_HEADER, token.encode()),
@@ -344,8 +367,12 @@ class MemoryClient:
         started = loop.time()
 
         async def deliver() -> dict[str, Any]:
+            if replies != self._topics.replies:
+                async with self._following:
+                    await self._follow(replies)
+            self._awaiting[request_id] = replies
             await producer.send_and_wait(
-                self._topics.requests,
+                requests,
                 value=value,
                 key=request_id.encode(),  # the random id: the tenant is not written in clear
                 headers=headers,
@@ -355,6 +382,8 @@ class MemoryClient:
         try:
             return await asyncio.wait_for(deliver(), seconds)
         except TimeoutError:
+            if replies != self._topics.replies:  # the next request takes the configured
+                self._rotation_ms = None  # topics (always served) until a reply says again
             raise RetrievalTimeout(request_id, seconds) from None
         except KafkaError as exc:
             raise BrokerUnavailable(
@@ -364,4 +393,5 @@ class MemoryClient:
         finally:
             self._pending.pop(request_id, None)
             self._sessions.pop(request_id, None)
+            self._awaiting.pop(request_id, None)
             self._pace()

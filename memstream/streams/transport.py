@@ -23,7 +23,7 @@ from typing import Any
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
-from memstream.streams.stalls import StallWatch, lagging, raised
+from memstream.streams.stalls import LOWER, RAISE, StallWatch, lagging, lowered, raised
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,17 @@ class FetchPace:
             )  # fmt: skip
             for consumer in list(self._consumers):
                 self._apply(consumer, self.current_ms)
+
+    def calmed(self) -> None:
+        """A run of fetches without a stall: halve the learned floor (none once it is at or
+        under the active wait)."""
+        if not self.floor_ms:
+            return
+        before = self.current_ms
+        self.floor_ms = lowered(self.floor_ms, self.active_ms)
+        log.info("fetches are calm again: fetch wait %d → %d ms", before, self.current_ms)
+        for consumer in list(self._consumers):
+            self._apply(consumer, self.current_ms)
 
     def attach(self, consumer: Any) -> None:
         self._consumers.add(consumer)
@@ -132,8 +143,11 @@ class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         watch: StallWatch | None = getattr(self, "_stall_watch", None)
         if watch is None:  # Faust builds this thread; a watch of its own on first fetch
             watch = self._stall_watch = StallWatch()
-        if watch.observe(bool(records), not records and lagging(consumer, active_partitions)):
+        verdict = watch.observe(bool(records), not records and lagging(consumer, active_partitions))
+        if verdict == RAISE:
             _pace.stalled()
+        elif verdict == LOWER:
+            _pace.calmed()
         return records
 
 

@@ -137,6 +137,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "latency_ms": {"gate": 0.2, "vector": 2.3, "total": 9.5},
         "error": None,
         "served_at": T0,
+        "rotation_ms": 60_000,
     },
 }
 

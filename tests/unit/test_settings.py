@@ -63,6 +63,7 @@ def test_resolved_endpoints_never_override_what_was_set() -> None:
     [
         ("MEMSTREAM_PARTITIONS", "many", "not an integer"),
         ("MEMSTREAM_PARTITIONS", "0", "out of range"),
+        ("MEMSTREAM_ROTATE_SECONDS", "5", "0 \\(off\\) or ≥ 10"),
         ("MEMSTREAM_WEB_PORT", "70000", "out of range"),
         ("MEMSTREAM_LOG_LEVEL", "loud", "MEMSTREAM_LOG_LEVEL"),
         ("MEMSTREAM_ENCODER", "tensorrt", "onnx, onnx-int8, torch"),
@@ -94,3 +95,16 @@ def test_every_variable_read_is_listed_and_round_trips() -> None:
     env = resolved.to_env()
     assert set(env) <= listed, set(env) - listed
     assert Settings.from_env(env) == resolved
+
+
+def test_rotation_is_on_with_the_embedded_broker_and_off_with_kafka_unless_set() -> None:
+    unset = Settings.from_env({})
+    assert unset.rotate_seconds is None and unset.rotate_ms == 0
+    assert unset.with_rotation(embedded_broker=True).rotate_ms == 60_000
+    assert unset.with_rotation(embedded_broker=False).rotate_ms == 0
+    off = Settings.from_env({"MEMSTREAM_ROTATE_SECONDS": "0"})
+    assert off.with_rotation(embedded_broker=True).rotate_ms == 0  # an explicit choice stays
+    on = Settings.from_env({"MEMSTREAM_ROTATE_SECONDS": "30"})
+    assert on.with_rotation(embedded_broker=False).rotate_ms == 30_000
+    again = Settings.from_env(on.to_env())  # a worker process gets the same
+    assert again.rotate_seconds == 30 and again.rotate_grace_seconds == 960

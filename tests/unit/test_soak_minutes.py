@@ -21,3 +21,17 @@ def test_every_answer_of_a_whole_minute_is_counted_once(done_at: list[float]) ->
     last = int(max(done_at) // 60)
     whole = sum(1 for moment in done_at if int(moment // 60) < last)
     assert sum(minutes) == (whole if last else len(done_at))
+
+
+def test_slow_requests_are_counted_against_the_generation_turns() -> None:
+    from memstream.bench.soak import near_turns
+
+    spans = [
+        (100.0, 100.1),  # fast
+        (118.5, 120.5),  # slow, in flight at the turn at 120
+        (121.0, 122.5),  # slow, started 1 s after it
+        (150.0, 151.5),  # slow, far from any turn
+    ]
+    assert near_turns(spans, 60.0) == (1, 2, 3)
+    assert near_turns(spans, 0) == (0, 0, 3)  # rotation off
+    assert near_turns([], 60.0) == (0, 0, 0)

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ from memstream.services.adapters.postgres_erasure import PostgresErasure
 from memstream.services.adapters.postgres_held import PostgresHeldTerms
 from memstream.services.adapters.postgres_queries import PostgresMemoryQueries
 from memstream.services.adapters.postgres_rules import PostgresRules
+from memstream.services.domain.generations import ReplyTopics
 from memstream.services.handlers.forget import Forgetter
 from memstream.services.handlers.guard import Guard
 from memstream.services.handlers.index import Indexer
@@ -264,7 +266,13 @@ async def build(
             PostgresCredentialStore(repo.pool, clock),
             nonces,
             service_key(settings),
-            {settings.topics.replies: settings.topics.reply_partitions},
+            ReplyTopics(
+                settings.topics.replies,
+                settings.topics.reply_partitions,
+                settings.rotate_ms,
+                lambda: int(time.time() * 1000),
+                settings.rotate_grace_ms,
+            ),
             settings.topics.replies,
             lambda data: codec.decode("RetrievalRequest", data),
             clock,

@@ -103,7 +103,7 @@ class Guard:
         self._credentials = credentials
         self._nonces = nonces
         self._service_key = service_key
-        self._reply_topics = dict(reply_topics)
+        self._reply_topics = reply_topics  # not copied: with rotation it follows the clock
         self._default = default_reply_topic
         self._decode = decode_request
         self._clock = clock

@@ -126,6 +126,9 @@ class Responder:
         self._encode = encode
         self._clock = clock
         self._failures: list[tuple[float, str]] = []  # (monotonic time, message), recent only
+        # The period of the transient topics' generations, told to clients in every reply
+        # once the worker reads them (memstream.services.domain.generations); None: off.
+        self.rotation_ms: Callable[[], int | None] = lambda: None
 
     async def handle(
         self,
@@ -201,7 +204,8 @@ class Responder:
             # A request already past its deadline still gets the retriever's own answer to that.
             seconds = min(seconds, max(0.5, deadline / 1000 - time.time()))
         try:
-            return await asyncio.wait_for(self._retriever.retrieve(raw), seconds)
+            reply = await asyncio.wait_for(self._retriever.retrieve(raw), seconds)
+            return {**reply, "rotation_ms": self.rotation_ms()}
         except TimeoutError:
             code, message = "deadline_exceeded", f"not answered within {seconds:.1f}s"
         except AdapterError as exc:
@@ -212,7 +216,8 @@ class Responder:
         log.warning("request %s answered with an error: %s: %s", request_id, code, message)
         self._failed(f"{code}: {message}")
         stages = {"total": round((time.perf_counter() - started) * 1000, 3)}
-        return error_reply(request_id, code, message, stages, self._clock())
+        reply = error_reply(request_id, code, message, stages, self._clock())
+        return {**reply, "rotation_ms": self.rotation_ms()}
 
     def _failed(self, message: str) -> None:
         now = time.monotonic()
