@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memstream.schemas.envelope import Token
 from memstream.services.domain.erasure import ERASE_OP, ErasureResult, InvalidScope
 from memstream.services.domain.errors import InvalidEvent
 from memstream.services.domain.identity import AuthError, Forbidden, Principal, Role
@@ -131,7 +132,12 @@ class Ingestor:
         for envelope in envelopes:
             raw: Mapping[str, Any] | None = None
             try:
-                raw, principal = await self._read(envelope)
+                raw, verified = await self._read(envelope)
+                principal = None
+                if self._guard is not None and verified is not None:
+                    # a refusal keeps ``raw`` as read: its dead letter names tenant and event
+                    raw = self._guard.authorize_event(*verified, raw)
+                    principal = verified[1]
                 if not is_erase(raw):
                     now = envelope.received_at or self._clock()
                     event = validate_event(raw, now)
@@ -155,8 +161,11 @@ class Ingestor:
             await self._indexer.submit(report.recorded)
         return report
 
-    async def _read(self, envelope: Envelope) -> tuple[Mapping[str, Any], Principal | None]:
-        """The event's fields, its producer's signature verified where events are signed."""
+    async def _read(
+        self, envelope: Envelope
+    ) -> tuple[Mapping[str, Any], tuple[Token, Principal] | None]:
+        """The event's fields, and its producer's verified signature where events are signed
+        (None where they are not); authorizing it is the caller's."""
         if envelope.value is None:
             raise DecodeError("the message has no value")
         verified = None
@@ -173,9 +182,7 @@ class Ingestor:
             raw = self._decode(envelope.value)
         except Exception as exc:  # the decoder may raise anything for garbage
             raise DecodeError(str(exc) or type(exc).__name__) from exc
-        if self._guard is not None and verified is not None:
-            raw = self._guard.authorize_event(*verified, raw)
-        return raw, verified[1] if verified is not None else None
+        return raw, verified
 
     async def _flush(self, pending: list[tuple[Envelope, Pending]], report: BatchReport) -> None:
         """Record the valid events read so far in one unit of work (transient failures retried
