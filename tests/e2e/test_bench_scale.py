@@ -48,9 +48,10 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         phases = figures["erase_phases_s"]
         assert {"postgres", "vector_delete", "vector_compaction"} <= set(phases)
         assert abs(sum(phases.values()) - figures["erase_subject_s"]) < 1e-6
-        # The pass ends when nothing is due: every current version was examined once.
+        # The pass ends when nothing is due; it reads only the versions whose state the clock
+        # changed (open complaints past the escalation delay, expiries), not every version.
         assert not figures["rescore_extrapolated"]
-        assert figures["rescore_rows"] >= figures["memories"] - 50
+        assert 0 < figures["rescore_rows"] < figures["memories"]
         # A shard holds a 384-d float vector per memory at least.
         assert figures["bytes_per_memory_shard"] > 384 * 4
     assert sizes[1]["memories_held"] > sizes[0]["memories_held"]
