@@ -16,7 +16,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from confluent_kafka import Producer
 from faust.transport.drivers.aiokafka import credentials_to_aiokafka_auth
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from memstream.services.kafka_security import (
@@ -269,6 +269,10 @@ def test_the_password_is_in_no_repr_and_no_error(password: str) -> None:
     }
     security = KafkaSecurity.from_env(env)
     assert security.password == password
+    # A password that is a piece of the settings' own text ("redis_ur") says nothing: skip it.
+    other = {**env, "MEMSTREAM_KAFKA_SASL_PASSWORD": "-" * 8}
+    plain = (repr(KafkaSecurity.from_env(other)), repr(Settings.from_env(other)))
+    assume(not any(password in text for text in plain))
     for text in (repr(security), str(security), repr(Settings.from_env(env))):
         assert password not in text
     for bad in (
@@ -278,7 +282,9 @@ def test_the_password_is_in_no_repr_and_no_error(password: str) -> None:
     ):
         with pytest.raises(KafkaSecurityError) as caught:
             KafkaSecurity.from_env(bad)
-        assert password not in str(caught.value)
+        with pytest.raises(KafkaSecurityError) as placeholder:
+            KafkaSecurity.from_env({**bad, "MEMSTREAM_KAFKA_SASL_PASSWORD": "-" * 8})
+        assert password not in str(caught.value) or password in str(placeholder.value)
 
 
 def test_client_libraries_read_the_environment_when_given_no_security(
