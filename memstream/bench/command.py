@@ -6,7 +6,10 @@ Tansu until every one is versioned in Postgres and indexed in Qdrant Edge (event
 latency of the Postgres write transaction (``record``: ledger + version + chain, one
 transaction) measured in-process. While the events are ingested it also counts the CPU time of
 every part of the stack (``cpu_budget``): CPU milliseconds per event by part, and the rate the
-machine's cores allow at that cost. Prints the figures; nothing is asserted.
+machine's cores allow at that cost. Before publishing it measures the stack's CPU while idle
+(the consumers' fetch polling, timers): that much is spent whether events flow or not, and
+the run's share of it is printed beside the CPU outside the model. Prints the figures; nothing
+is asserted.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from memstream.bench import cpu_budget, write_path
 from memstream.bench.kit import (
     publish_events,
     start_worker,
+    stop_worker,
     synthetic_events,
     with_encoder,
 )
@@ -57,6 +61,7 @@ class Figures:
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds by part, end to end
     model_cpu_ms_per_text: float = 0.0  # the model alone: CPU (all its threads) per text
     writes: list[write_path.WritePath] = field(default_factory=list)  # no model, no broker
+    idle_cpu_ms_per_s: dict[str, float] = field(default_factory=dict)  # by part, idle stack
 
     def cpu_ms_outside_model(self) -> float:
         """CPU per event of the stack (worker, PostgreSQL, broker, Redis, publisher) less the
@@ -71,6 +76,16 @@ class Figures:
         ours = sum(s for p, s in self.cpu_s.items() if p != cpu_budget.OUTSIDE)
         seconds = ours if part is None else self.cpu_s.get(part, 0.0)
         return seconds * 1000 / self.events
+
+    def idle_ms_per_event(self) -> float:
+        """The idle stack's CPU over the run's wall time, per event: what fetch polling and
+        timers cost whether events flow or not (an upper bound of their share while busy)."""
+        return sum(self.idle_cpu_ms_per_s.values()) * self.seconds / self.events
+
+    def busy_ms_outside_model(self) -> float:
+        """The CPU outside the model less what the idle stack would have spent meanwhile: the
+        events' own cost, which a longer run on a loaded machine does not inflate."""
+        return self.cpu_ms_outside_model() - self.idle_ms_per_event()
 
 
 def model_throughput(
@@ -162,8 +177,9 @@ def _end_to_end(
             worker = start_worker(resolved)
             try:
                 time.sleep(6)  # the consumer group join completes (Tansu: half the session timeout)
-                out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
                 roots = _stack_roots(resolved)
+                idle = _idle_cpu_ms_per_s(roots, IDLE_SECONDS)
+                out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
                 before = cpu_budget.snapshot(roots=roots)
                 started = time.perf_counter()
                 publish_events(resolved, raws)
@@ -174,8 +190,7 @@ def _end_to_end(
                 if status.pending or status.dead:
                     raise RuntimeError(f"{len(status.pending)} pending, {len(status.dead)} dead")
             finally:
-                worker.terminate()
-                worker.wait(60)
+                stop_worker(worker)
             assert resolved.postgres_dsn is not None
             samples = asyncio.run(_pg_latency(resolved.postgres_dsn, 2000))
             writes = asyncio.run(write_path.measure(resolved.postgres_dsn, 2000, roots))
@@ -194,7 +209,21 @@ def _end_to_end(
         cpu,
         model_cpu,
         writes,
+        idle,
     )
+
+
+IDLE_SECONDS = 5.0
+
+
+def _idle_cpu_ms_per_s(roots: set[int], seconds: float) -> dict[str, float]:
+    """The stack's CPU (worker, broker, PostgreSQL, Redis) per second while nothing is sent,
+    by part."""
+    before = cpu_budget.snapshot(roots=roots)
+    time.sleep(seconds)
+    spent = cpu_budget.spent(before, cpu_budget.snapshot(roots=roots))
+    skip = (cpu_budget.OUTSIDE, cpu_budget.UNATTRIBUTED, "bench (publisher)")
+    return {p: s * 1000 / seconds for p, s in spent.items() if p not in skip}
 
 
 def _stack_roots(settings: Settings) -> set[int]:
@@ -237,6 +266,14 @@ def print_ingest(runs: list[Figures]) -> None:
     row("model alone, CPU per text (ms)", lambda f: f"{f.model_cpu_ms_per_text:.2f}")
     row("CPU per event outside the model (ms; the stack less the model)",
         lambda f: f"{f.cpu_ms_outside_model():.2f}")  # fmt: skip
+    row(f"  the stack idle for {IDLE_SECONDS:.0f} s before publishing: CPU (ms/s; fetch "
+        "polling, timers)", lambda f: f"{sum(f.idle_cpu_ms_per_s.values()):.1f}")  # fmt: skip
+    for part in sorted(first.idle_cpu_ms_per_s, key=lambda p: -first.idle_cpu_ms_per_s[p]):
+        row(f"    {part} (ms/s)", lambda f, p=part: f"{f.idle_cpu_ms_per_s.get(p, 0.0):.1f}")
+    row("  that idle rate over the run's wall time, per event (ms; at most, polling while busy)",
+        lambda f: f"{f.idle_ms_per_event():.2f}")  # fmt: skip
+    row("  outside the model less that idle share (ms; the events' own cost, at least)",
+        lambda f: f"{f.busy_ms_outside_model():.2f}")  # fmt: skip
     for i, way in enumerate(w.way for w in first.writes):
         row(f"write path alone, {way}: events/s; CPU per event, client / PostgreSQL (ms)",
             lambda f, i=i: f"{f.writes[i].events_per_s:.0f}; {f.writes[i].client_cpu_ms:.2f} / "

@@ -5,10 +5,15 @@ Must not import the benchmarks themselves (``bench``, ``bench_query``, ``bench_r
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections import deque
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,7 +78,11 @@ def synthetic_events(tenant: str, count: int, seed: int = 1) -> list[dict[str, A
 
 
 def start_worker(settings: Settings) -> subprocess.Popen[str]:
-    """A ``memstream worker`` process on resolved settings, returned once it is ready."""
+    """A ``memstream worker`` process on resolved settings, returned once it is ready.
+
+    Its output is drained for its whole life by a thread that keeps the last lines
+    (``worker_tail``): a pipe nobody reads fills after 64 KiB, and a worker blocked writing a log
+    line neither answers requests nor stops on SIGTERM."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTREAM_")}
     env.update(settings.to_env())
     worker = subprocess.Popen(
@@ -84,10 +93,47 @@ def start_worker(settings: Settings) -> subprocess.Popen[str]:
         text=True,
     )
     assert worker.stdout is not None
+    tail: deque[str] = deque(maxlen=200)
+    _TAILS[worker.pid] = tail
     for line in worker.stdout:
+        tail.append(line)
         if "memstream ready" in line:
+            threading.Thread(target=_drain, args=(worker, tail), daemon=True).start()
             return worker
-    raise RuntimeError("the worker exited before it was ready")
+    raise RuntimeError("the worker exited before it was ready: " + "".join(tail)[-2000:])
+
+
+_TAILS: dict[int, deque[str]] = {}
+
+
+def _drain(worker: subprocess.Popen[str], tail: deque[str]) -> None:
+    assert worker.stdout is not None
+    for line in worker.stdout:
+        tail.append(line)
+
+
+def worker_tail(worker: subprocess.Popen[Any]) -> str:
+    """The last lines the worker printed (what a failed run should show)."""
+    return "".join(_TAILS.get(worker.pid, ()))
+
+
+def stop_worker(worker: subprocess.Popen[Any], timeout: float = 60.0) -> int:
+    """SIGTERM, wait up to ``timeout``, then SIGKILL: a bench never leaves a worker behind and
+    never hides the error that stopped it behind a second one. Returns the exit code."""
+    if worker.poll() is None:
+        worker.terminate()
+        try:
+            return worker.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):  # every thread's stack (ops.up.worker)
+                worker.send_signal(signal.SIGUSR1)
+            time.sleep(2.0)
+            sys.stderr.write(
+                f"the worker did not stop within {timeout:.0f} s of SIGTERM; killed it. "
+                f"Its last lines:\n{worker_tail(worker)[-12000:]}\n"
+            )
+            worker.kill()
+    return worker.wait(30)
 
 
 def publish_events(settings: Settings, raws: list[dict[str, Any]]) -> None:

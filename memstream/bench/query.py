@@ -33,6 +33,7 @@ from rich.table import Table
 from memstream.bench.kit import (
     publish_events,
     start_worker,
+    stop_worker,
     synthetic_events,
     with_encoder,
 )
@@ -277,8 +278,7 @@ def _bench_one(
             out.print(f"{encoder}: questions while {burst} events are ingested …")
             busy, busy_replies = _under_ingest(resolved, tenant, memories, burst, count)
         finally:
-            worker.terminate()
-            worker.wait(60)
+            stop_worker(worker)
         stages: dict[str, list[float]] = defaultdict(list)
         for reply in replies:
             for stage, ms in reply["latency_ms"].items():

@@ -4,8 +4,9 @@ One run, this machine: a fresh embedded stack, one worker process, M memories fo
 then N requests (``concurrency`` in flight) while, in the background, bursts of events are
 published and, if asked, a second worker joins and leaves the group (each a consumer-group
 rebalance). Reports end-to-end p50 / p99 / p99.9 / max, the count over 1 s, the server's queue
-time (broker → worker, ``latency_ms["queue"]``) at the same cuts, errors and timeouts, and the
-rebalances the worker logged. Nothing is asserted.
+time (broker → worker, ``latency_ms["queue"]``) at the same cuts, errors and timeouts, the
+rebalances the worker logged, and each minute the broker's and the (first) worker's RSS and CPU
+seconds. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import psutil
 from rich.console import Console
 
-from memstream.bench.kit import publish_events, synthetic_events
+from memstream.bench.kit import publish_events, stop_worker, synthetic_events
 from memstream.bench.query import questions
 from memstream.services.settings import Settings
 
@@ -68,7 +69,7 @@ def cut(samples: list[float], q: float) -> float:
 
 
 class Sampler:
-    """Each minute: the broker's RSS (MiB) and CPU seconds, the worker's CPU seconds."""
+    """Each minute: the broker's and the worker's RSS (MiB) and CPU seconds."""
 
     def __init__(
         self,
@@ -89,12 +90,15 @@ class Sampler:
         except psutil.Error:
             return float("nan")
 
-    def sample(self) -> dict[str, float]:
+    def _rss(self, proc: psutil.Process | None) -> float:
         try:
-            rss = self._broker.memory_info().rss / 2**20 if self._broker else float("nan")
+            return proc.memory_info().rss / 2**20 if proc is not None else float("nan")
         except psutil.Error:
-            rss = float("nan")
-        return {"broker_rss_mib": rss, "broker_cpu": self._cpu(self._broker),
+            return float("nan")
+
+    def sample(self) -> dict[str, float]:
+        return {"broker_rss_mib": self._rss(self._broker), "broker_cpu": self._cpu(self._broker),
+                "worker_rss_mib": self._rss(self._worker),
                 "worker_cpu": self._cpu(self._worker)}  # fmt: skip
 
     def _run(self) -> None:
@@ -105,7 +109,8 @@ class Sampler:
                 total = len(self._answered)
                 out.print(
                     f"  minute {len(self.rows) - 1}: {total - seen} answered ({total} in all), "
-                    f"broker RSS {self.rows[-1]['broker_rss_mib']:.0f} MiB"
+                    f"RSS broker {self.rows[-1]['broker_rss_mib']:.0f} MiB, "
+                    f"worker {self.rows[-1]['worker_rss_mib']:.0f} MiB"
                 )
                 seen = total
 
@@ -258,8 +263,7 @@ def bench_soak(
                     _wait_ready(log, extra)
                     stop.wait(15.0)
                 finally:
-                    extra.terminate()
-                    extra.wait(60)
+                    stop_worker(extra)
 
         done_at: list[float] = []
         sampler = Sampler(_broker_process(), psutil.Process(worker.pid), done_at).start()
@@ -295,8 +299,7 @@ def bench_soak(
     finally:
         stop.set()
         if worker is not None:  # also when the run failed: never leave a worker behind
-            worker.terminate()
-            worker.wait(60)
+            stop_worker(worker)
         stack.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
     return figures
@@ -336,9 +339,12 @@ def print_soak(figures: dict[str, Any]) -> None:
         )  # fmt: skip
     rows = figures["samples"]
     if len(rows) >= 2:
-        out.print(
-            "broker RSS MiB per minute: " + " ".join(f"{r['broker_rss_mib']:.0f}" for r in rows)
-        )
+        for who in ("broker", "worker"):
+            out.print(
+                f"{who} RSS MiB per minute: "
+                + " ".join(f"{r[f'{who}_rss_mib']:.0f}" for r in rows)
+                + f" · start {rows[0][f'{who}_rss_mib']:.0f} → end {rows[-1][f'{who}_rss_mib']:.0f}"
+            )
         out.print(
             "CPU s per minute, broker / worker: "
             + " ".join(

@@ -14,6 +14,7 @@ cuts the drain short.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import fcntl
 import json
 import signal
@@ -254,6 +255,9 @@ def up(settings: Settings, drain_timeout: float = DRAIN_TIMEOUT) -> int:
 
 
 def worker(settings: Settings) -> int:
+    # An operator (or a bench that gives up on a stop) gets every thread's stack on SIGUSR1:
+    # a worker that neither answers nor stops says where it is stuck.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     started = time.monotonic()
     resolved = resolve_settings(settings)
     _check_web_port(resolved)

@@ -108,7 +108,7 @@ def run_served(
     """Publish ``suite``'s events to a fresh stack + worker, then ask its questions twice (with
     and without anchors). Returns rankings per system, seconds per stage, dead letters and error
     replies."""
-    from memstream.bench.kit import publish_events, start_worker
+    from memstream.bench.kit import publish_events, start_worker, stop_worker
     from memstream.ops.ingest_status import wait_for
     from memstream.ops.stack import EmbeddedStack
     from memstream.ops.up import prepare
@@ -164,8 +164,7 @@ def run_served(
                 errors += failed
                 seconds[f"served: questions ({name})"] = time.perf_counter() - clock
         finally:
-            worker.terminate()
-            worker.wait(60)
+            stop_worker(worker)
     finally:
         stack.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
