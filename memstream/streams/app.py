@@ -177,11 +177,30 @@ class StopSteps(Protocol):
     def hurry(self) -> None: ...
 
 
+class Reader(Protocol):
+    """A reader the worker runs beside Faust's consumer (``GenerationReader``)."""
+
+    async def close(self) -> None: ...
+
+
 class Worker(faust.Worker):
     """faust.Worker that runs ``steps.before_stop`` between the signal and the stop, while
-    every agent still consumes."""
+    every agent still consumes, and closes its ``readers`` before the app stops."""
 
     steps: StopSteps | None = None
+    readers: tuple[Reader, ...] = ()
+
+    async def on_stop(self) -> None:
+        # First of all (the app, its producer, then the runtime stop after this): a reader
+        # still reading once the producer has stopped fails every request it reads and
+        # commits past them — requests lost, their clients time out. Closed here, it answers
+        # what it was handed and commits where it stopped; the next owner reads on from there.
+        for reader in self.readers:
+            try:
+                await reader.close()
+            except Exception:  # stopping goes on; the next owner rereads from the last commit
+                log.exception("closing %r failed", reader)
+        await super().on_stop()
 
     def _schedule_shutdown(self, sig: signal.Signals) -> None:
         if self._signal_stop_time and self.steps is not None:
@@ -209,7 +228,7 @@ def create_worker(
     app = create_app(settings)
     topics = declare_topics(app, settings)
     runtime = Runtime(app, settings, topics)
-    agents.register(app, topics, runtime)
+    reader = agents.register(app, topics, runtime)
     worker = Worker(
         app,
         runtime,
@@ -218,6 +237,7 @@ def create_worker(
         redirect_stdouts=False,
     )
     worker.steps = steps
+    worker.readers = (reader,) if reader is not None else ()
     if not worker.stdout.isatty():  # the startup spinner writes cursor escapes into logs
         worker.spinner = None
     return worker, runtime

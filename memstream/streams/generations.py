@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 UPKEEP_SECONDS = 5.0  # topics created ahead / deleted this often (a generation lasts ≥ 10 s)
 COMMIT_SECONDS = 1.0
 DRAIN_SECONDS = 5.0  # a partition handed away, or a stop, waits this long for its answers
+CLOSE_SPARE_SECONDS = 5.0  # close(): the commit and the consumer's stop, beyond the drain
 MAX_RECORDS = 256
 
 
@@ -76,6 +77,8 @@ class GenerationReader:
         self._existing: set[str] = set()
         self._dirty = asyncio.Event()
         self._applied = asyncio.Event()
+        self._closing = False  # close() asked: read nothing more
+        self._closed = asyncio.Event()  # run() has answered, committed and stopped
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.pace = FetchPace(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
@@ -93,7 +96,7 @@ class GenerationReader:
         """Stop reading ``partitions`` and commit where this worker stopped, before the group
         hands them to another worker."""
         parts = set(partitions)
-        if self._loop is None or not parts:
+        if self._loop is None or not parts or self._closing:  # closing: it commits on its own
             self._owned -= parts
             return
         if asyncio.get_running_loop() is self._loop:
@@ -125,10 +128,48 @@ class GenerationReader:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._applied.wait(), 5.0)
 
+    # --- stopping -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop reading, let the requests already handed over be answered (at most
+        ``DRAIN_SECONDS``), commit where this worker stopped and stop the consumer, so the next
+        owner of its partitions starts right after the last answered request.
+
+        A worker calls it before its producer stops: a reader still reading then fails every
+        request it reads (no producer to reply with) and commits past them. Idempotent; a
+        reader that never ran is only marked closed (its ``run`` then returns at once)."""
+        self._closing = True
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            await self._wait_closed()
+        else:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._wait_closed(), loop))
+
+    async def _wait_closed(self) -> None:
+        self._dirty.set()  # wakes a loop waiting for partitions
+        try:
+            await asyncio.wait_for(self._closed.wait(), DRAIN_SECONDS + CLOSE_SPARE_SECONDS)
+        except TimeoutError:  # a handler stuck in the hand-over: stopping goes on
+            log.warning("the request generations' reader did not stop in time")
+
     # --- the loop -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        if self._closing:  # closed before it started
+            return
         self._loop = asyncio.get_running_loop()
+        try:
+            await self._read()
+        finally:
+            self._closed.set()
+
+    async def _read(self) -> None:
         s = self.settings
         options = s.kafka.aiokafka_options()
         admin = AIOKafkaAdminClient(bootstrap_servers=s.broker, **options)
@@ -150,7 +191,7 @@ class GenerationReader:
             self.live = True
             upkeep = asyncio.get_running_loop().create_task(self._upkeep(admin))
             last_commit = time.monotonic()
-            while True:
+            while not self._closing:
                 if self._dirty.is_set():
                     await self._reassign(consumer)
                 if not self._assigned:
@@ -191,6 +232,8 @@ class GenerationReader:
             if tp not in self._assigned:  # handed away meanwhile: the next owner reads them
                 continue
             for message in messages:
+                if self._closing:  # not handed over: the next owner reads it
+                    return delivered
                 if message.offset < self._next.get(tp, 0):
                     continue
                 self._next[tp] = message.offset + 1

@@ -113,3 +113,84 @@ async def test_a_request_unanswered_when_its_partition_moves_is_read_again_not_s
         await asyncio.gather(*running, return_exceptions=True)
     assert sorted(seen["a"]) == [0, 1, 2, 4, 5]
     assert seen["b"][0] == 3  # read again from the first unanswered request: not skipped
+
+
+async def test_a_closed_reader_answers_what_it_was_handed_and_the_next_owner_reads_on_at_once(
+    broker: str,
+) -> None:
+    """A worker that stops closes its reader first (``Worker.on_stop``): the requests it was
+    handed are answered, the rest are read by the next owner from where it stopped, right
+    away (no group session to wait out), none lost and none answered twice."""
+    topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=2, reply_partitions=2)
+    ensure_topics(broker, topics.all())
+    settings = Settings(broker=broker, topics=topics, app_id=f"app-{uuid.uuid4().hex[:8]}")
+    settings = settings.with_rotation(True)
+    started: list[int] = []
+    answered: dict[str, list[int]] = {"a": [], "b": []}
+    answered_at: dict[int, float] = {}
+
+    def reader(name: str, delay: float) -> GenerationReader:
+        async def handle(message: Any) -> None:
+            started.append(int(message.key))
+            await asyncio.sleep(delay)  # a request being answered when the stop comes
+            answered[name].append(int(message.key))
+            answered_at[int(message.key)] = time.monotonic()
+
+        return GenerationReader(settings, handle, concurrency=4)
+
+    a, b = reader("a", 0.5), reader("b", 0.0)
+    a.own([0, 1])
+    running = [asyncio.ensure_future(a.run())]
+    await _until(lambda: a.live)
+    topic = gens.named(topics.requests, gens.generation(int(time.time() * 1000), a.period_ms))
+    producer = AIOKafkaProducer(bootstrap_servers=broker, linger_ms=0)
+    await producer.start()
+
+    async def send(n: int) -> None:
+        await producer.send_and_wait(topic, b"r", key=str(n).encode(), partition=n % 2)
+
+    try:
+        for n in range(20):
+            await send(n)
+        await _until(lambda: len(started) >= 4)  # handed over, not yet answered
+        await a.close()
+        assert running[0].done()  # run() returned: consumer stopped
+        assert sorted(answered["a"]) == sorted(started)  # what it was handed: answered
+        assert len(answered["a"]) < 20  # the rest was left to the next owner
+        await a.close()  # idempotent
+        await asyncio.wait_for(a.disown([0, 1]), 1.0)  # a late revocation does not wait
+        for n in range(20, 30):  # sent while no reader owns the partitions
+            await send(n)
+        b.own([0, 1])  # the group's rebalance hands them over
+        running.append(asyncio.ensure_future(b.run()))
+        sent = time.monotonic()
+        await send(30)
+        await _until(lambda: 30 in answered_at, 10.0)
+        took = answered_at[30] - sent
+        await _until(lambda: len(answered["a"]) + len(answered["b"]) >= 31)
+        await asyncio.sleep(1.0)  # nothing answered twice turns up late
+    finally:
+        await producer.stop()
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    everything = answered["a"] + answered["b"]
+    assert sorted(everything) == list(range(31))  # none lost, none twice
+    assert set(range(20, 31)) <= set(answered["b"])
+    assert took < 5.0, f"the request after the hand-over took {took:.1f}s"
+
+
+async def test_a_reader_closed_before_it_ran_never_reads(broker: str) -> None:
+    topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
+    settings = Settings(broker=broker, topics=topics, app_id=f"app-{uuid.uuid4().hex[:8]}")
+    settings = settings.with_rotation(True)
+
+    async def handle(message: Any) -> None:
+        raise AssertionError("a closed reader handed a request over")
+
+    reader = GenerationReader(settings, handle, concurrency=1)
+    reader.own([0])
+    await reader.close()
+    await reader.close()
+    await asyncio.wait_for(reader.run(), 1.0)  # returns at once: nothing started
+    assert not reader.live
