@@ -1,7 +1,8 @@
 """memstream's wire contracts: the Avro schemas (``*.avsc``) and their codec.
 
-``schemas.codec`` encodes and decodes ``MemoryEvent``, ``MemoryVersioned``, ``DeadLetter``,
-``RetrievalRequest``, ``RetrievalReply`` and ``ScoreChanged`` (fastavro, schemaless binary).
+``schemas.codec`` encodes and decodes ``MemoryEvent``, ``MemoryVersioned``, ``MemoryChanges``,
+``DeadLetter``, ``RetrievalRequest``, ``RetrievalReply`` and ``ScoreChanged`` (fastavro,
+schemaless binary); ``schemas.changes`` reads a memory.changes message in either form.
 See README.md in this folder for the evolution rule.
 Imports fastavro and the stdlib only; nothing from services, streams or ops.
 """

@@ -39,6 +39,7 @@ AvroSchema = dict[str, Any]
 SCHEMA_FILES: Final[Mapping[str, str]] = {
     "MemoryEvent": "memory_event.avsc",
     "MemoryVersioned": "memory_versioned.avsc",
+    "MemoryChanges": "memory_changes.avsc",
     "DeadLetter": "dead_letter.avsc",
     "RetrievalRequest": "retrieval_request.avsc",
     "RetrievalReply": "retrieval_reply.avsc",

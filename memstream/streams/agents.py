@@ -47,7 +47,10 @@ def _headers(raw: Any) -> dict[str, bytes]:
     return {str(k): (v if isinstance(v, bytes) else str(v).encode()) for k, v in items if v}
 
 
-def register(app: faust.App, topics: Any, runtime: Any) -> None:
+def register(app: faust.App, topics: Any, runtime: Any) -> GenerationReader | None:
+    """Every agent, task, timer and page of the worker; returns the request generations'
+    reader (rotation on), which the worker closes first when it stops."""
+
     @app.agent(topics.events, name="memstream.ingest", concurrency=1)
     async def ingest(stream: Any) -> None:
         async for events in stream.take_events(INGEST_BATCH, within=INGEST_WITHIN):
@@ -129,7 +132,7 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
         async for event in stream.events():
             try:
                 container = await runtime.container()
-                await container.invalidate(event.message.value)
+                await container.invalidate(event.message.value, _headers(event.message.headers))
             except asyncio.CancelledError:
                 raise
             except Exception:  # a cache that cannot be invalidated expires by its TTL
@@ -189,6 +192,8 @@ def register(app: faust.App, topics: Any, runtime: Any) -> None:
             return
         if swept:
             log.info("index sweep indexed %d versions", swept)
+
+    return reader
 
 
 def _generations(app: faust.App, runtime: Any) -> GenerationReader | None:

@@ -1,15 +1,20 @@
 """FaustChangeSink: announces versions on memory.changes and dead letters on the DLQ topic.
 
-Announcements are best effort (Postgres already holds the version / the dead letter), so a
-send failure is logged, never raised into the ingest loop.
+Versions go out as one ``MemoryChanges`` message per batch and tenant (key: the tenant id, so a
+tenant's changes stay in order in one partition), with the ``memstream-schema`` header that
+tells it from an older worker's single ``MemoryVersioned``. Announcements are best effort
+(Postgres already holds the version / the dead letter), so a send failure is logged, never
+raised into the ingest loop.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memstream.schemas.changes import CHANGES_HEADER, MAX_CHANGES, encode_changes
 from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
@@ -35,14 +40,24 @@ class FaustChangeSink:
         self._dlq = dlq
         self._scores = scores
 
-    async def versioned(self, recorded: Recorded) -> None:
-        v = recorded.version
-        record = versioned_record(v, recorded.outcome)
-        key = message_key(v.tenant_id, v.memory_key)
-        try:
-            await self._changes.send(key=key, value=encode("MemoryVersioned", record))
-        except Exception as exc:
-            log.warning("could not announce version %s on memory.changes: %s", v.version_id, exc)
+    async def announce(self, recorded: Sequence[Recorded]) -> None:
+        by_tenant: dict[str, list[dict[str, Any]]] = {}
+        for rec in recorded:
+            record = versioned_record(rec.version, rec.outcome)
+            by_tenant.setdefault(rec.version.tenant_id, []).append(record)
+        for tenant_id, records in by_tenant.items():
+            for start in range(0, len(records), MAX_CHANGES):
+                chunk = records[start : start + MAX_CHANGES]
+                try:
+                    value, schema = encode_changes(tenant_id, chunk)
+                    await self._changes.send(
+                        key=tenant_id.encode(), value=value, headers=[(CHANGES_HEADER, schema)]
+                    )
+                except Exception as exc:
+                    log.warning(
+                        "could not announce %d versions of tenant %r on memory.changes: %s",
+                        len(chunk), tenant_id, exc,
+                    )  # fmt: skip
 
     async def scored(self, version: MemoryVersion, scores: TimeScores, at: datetime) -> None:
         record = score_record(version, scores, at)

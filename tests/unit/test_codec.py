@@ -140,6 +140,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "rotation_ms": 60_000,
     },
 }
+SAMPLES["MemoryChanges"] = {
+    "tenant_id": "acme",
+    "changes": [
+        {**SAMPLES["MemoryVersioned"], "op": "UPSERT", "outcome": "current", "is_current": True},
+        SAMPLES["MemoryVersioned"],
+    ],
+}
 
 # MemoryEvent as first published: the current schema minus `entities` and `attributes`.
 OLD_MEMORY_EVENT: dict[str, Any] = {
@@ -454,6 +461,8 @@ def test_not_a_record_and_not_a_contract() -> None:
     [
         ("EntityAnchor", ("MemoryEvent", "RetrievalRequest")),
         ("Op", ("MemoryEvent", "MemoryVersioned")),
+        ("Op", ("MemoryVersioned", "MemoryChanges")),
+        ("MemoryVersioned", ("MemoryVersioned", "MemoryChanges")),
     ],
 )
 def test_types_shared_between_files_are_defined_identically(

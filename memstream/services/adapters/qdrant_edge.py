@@ -16,7 +16,9 @@ What we found in qdrant-edge-py 0.9.0 (strace and SIGKILL experiments, not only 
   ``flush()`` msyncs/fsyncs the WAL, the segments and every payload index file: 10-60 ms per
   call on our dev disk with the ten indexes below. Hence ``flush_writes=True`` (the default)
   flushes after every write, for ~1k points/s in batches of 64 (384-d); ``False`` keeps only
-  the process-crash guarantee and reaches ~11k points/s. Both are tested with SIGKILL.
+  the process-crash guarantee and reaches ~11k points/s. Both are tested with SIGKILL. A write
+  made with ``durable=False`` is not flushed; :meth:`flush` flushes it later (the indexer
+  writes a batch so, then flushes each tenant once before it marks the batch indexed).
 - A shard directory can be open in one process at a time (the WAL is locked).
 - Optimisation is manual (no background optimiser): points stay in plain, brute-force segments
   until :meth:`optimize` builds the HNSW index.
@@ -147,7 +149,9 @@ class QdrantEdgeIndex:
         """Where the tenant's shard lives (it exists once the tenant has been written to)."""
         return self._root / shard_dir_name(tenant_id)
 
-    async def upsert(self, tenant_id: str, points: Sequence[VectorPoint]) -> None:
+    async def upsert(
+        self, tenant_id: str, points: Sequence[VectorPoint], *, durable: bool = True
+    ) -> None:
         if not points:
             return
         checked = [
@@ -161,7 +165,7 @@ class QdrantEdgeIndex:
 
         def write(engine: qe.EdgeShard) -> None:
             batch = [qe.Point(pid, vec, dict(p.payload)) for pid, vec, p in checked]
-            self._apply(engine, qe.UpdateOperation.upsert_points(batch))
+            self._apply(engine, qe.UpdateOperation.upsert_points(batch), durable=durable)
 
         await self._run(tenant_id, "upsert", write, create=True)
 
@@ -177,7 +181,11 @@ class QdrantEdgeIndex:
         await self._run(tenant_id, f"set_payload of {pid}", write, create=False)
 
     async def set_payloads(
-        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+        self,
+        tenant_id: str,
+        updates: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        durable: bool = True,
     ) -> set[str]:
         if not updates:
             return set()
@@ -188,7 +196,7 @@ class QdrantEdgeIndex:
             for pid, payload in checked:
                 if pid in found:
                     engine.update(qe.UpdateOperation.set_payload([pid], payload))
-            if self._flush_writes:
+            if self._flush_writes and durable:
                 engine.flush()  # once for the whole batch
             return {pid for pid, _ in checked if pid not in found}
 
@@ -198,6 +206,16 @@ class QdrantEdgeIndex:
             )
         except _UnknownTenantError:
             return {pid for pid, _ in checked}
+
+    async def flush(self, tenant_id: str) -> None:
+        """One flush for the writes made with ``durable=False`` (the indexer's: one per tenant
+        and pass, where each write flushing cost 10-60 ms)."""
+        if not self._flush_writes:
+            return
+        try:
+            await self._run(tenant_id, "flush", lambda engine: engine.flush(), create=False)
+        except _UnknownTenantError:
+            return
 
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
@@ -357,9 +375,11 @@ class QdrantEdgeIndex:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _apply(self, engine: qe.EdgeShard, operation: qe.UpdateOperation) -> None:
+    def _apply(
+        self, engine: qe.EdgeShard, operation: qe.UpdateOperation, *, durable: bool = True
+    ) -> None:
         engine.update(operation)
-        if self._flush_writes:
+        if self._flush_writes and durable:
             engine.flush()
 
     async def _run(

@@ -94,7 +94,11 @@ class QdrantServerIndex:
     def collection_name(self, tenant_id: str) -> str:
         return self._prefix + collection_slug(tenant_id)
 
-    async def upsert(self, tenant_id: str, points: Sequence[VectorPoint]) -> None:
+    async def upsert(
+        self, tenant_id: str, points: Sequence[VectorPoint], *, durable: bool = True
+    ) -> None:
+        # Every write waits for the server (wait=True), whose own WAL makes it durable:
+        # ``durable`` and ``flush`` change nothing here.
         if not points:
             return
         batch = [
@@ -129,7 +133,11 @@ class QdrantServerIndex:
         )
 
     async def set_payloads(
-        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+        self,
+        tenant_id: str,
+        updates: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        durable: bool = True,
     ) -> set[str]:
         if not updates:
             return set()
@@ -157,6 +165,9 @@ class QdrantServerIndex:
                 self._client.batch_update_points(name, operations, wait=True),
             )
         return {pid for pid, _ in checked if pid not in found}
+
+    async def flush(self, tenant_id: str) -> None:
+        return None  # the server made each write durable before it answered
 
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from memstream.schemas import codec, envelope
+from memstream.schemas.changes import read_changes
 from memstream.services.adapters.embedding import (
     BATCH_SIZE,
     BatchingEmbedder,
@@ -102,10 +103,11 @@ class Container:
             await self.cache.close()
         await self.repo.close()
 
-    async def invalidate(self, change: bytes) -> None:
-        """A MemoryVersioned record arrived: the tenant's cached replies are stale."""
-        record = codec.decode("MemoryVersioned", change)
-        await self.cache.invalidate_tenant(str(record["tenant_id"]))
+    async def invalidate(self, change: bytes, headers: Mapping[str, bytes] | None = None) -> None:
+        """A memory.changes message arrived (a batch's ``MemoryChanges``, or an older worker's
+        single ``MemoryVersioned``): the cached replies of its tenants are stale."""
+        for tenant_id in dict.fromkeys(str(r["tenant_id"]) for r in read_changes(change, headers)):
+            await self.cache.invalidate_tenant(tenant_id)
 
     async def health(self) -> dict[str, str]:
         """Each part as this worker sees it (for /health)."""

@@ -1,9 +1,11 @@
 """Indexing: embed versions and keep each tenant's vector store in step with Postgres.
 
 Postgres says what must be indexed (``indexed_at IS NULL`` or ``index_dirty``); this handler
-embeds in batches, upserts points, re-syncs stale payloads, marks them indexed and then
-announces the new versions on memory.changes. Work arrives on a bounded queue (backpressure on
-the ingest loop) and a periodic sweep catches anything left after a crash or an outage.
+embeds in batches, upserts points, re-syncs stale payloads, makes the vector store's writes
+durable once per tenant and pass (``VectorIndex.flush``), marks them indexed and then announces
+the batch's new versions on memory.changes (one message per tenant). Work arrives on a bounded
+queue (backpressure on the ingest loop) and a periodic sweep catches anything left after a crash
+or an outage.
 """
 
 from __future__ import annotations
@@ -110,8 +112,8 @@ class Indexer:
             work = await self._queue.get()
             try:
                 await self.index_keys(work.keys)
-                for rec in work.recorded:
-                    await self._sink.versioned(rec)
+                if work.recorded:
+                    await self._sink.announce(work.recorded)
             except AdapterError as exc:
                 # Left pending in Postgres: the sweep indexes it once the store is back.
                 log.warning(
@@ -145,9 +147,12 @@ class Indexer:
         for task in tasks:
             if not task.needs_vector:
                 resync.setdefault(task.version.tenant_id, []).append(task.version)
+        # Nothing is flushed write by write: each tenant's store once, after all of its writes
+        # and before Postgres marks them indexed. A crash before that mark leaves the versions
+        # pending, and the sweep writes them again (upserts and payloads are idempotent).
         for tenant_id, versions in resync.items():
             missing = await self._index.set_payloads(
-                tenant_id, [(v.version_id, payload_of(v)) for v in versions]
+                tenant_id, [(v.version_id, payload_of(v)) for v in versions], durable=False
             )
             fresh.extend(v for v in versions if v.version_id in missing)
         vectors = await self._embedder.embed([v.content for v in fresh])
@@ -157,6 +162,8 @@ class Indexer:
                 VectorPoint(version.version_id, vector, payload_of(version))
             )
         for tenant_id, points in by_tenant.items():
-            await self._index.upsert(tenant_id, points)
+            await self._index.upsert(tenant_id, points, durable=False)
+        for tenant_id in dict.fromkeys(t.version.tenant_id for t in tasks):
+            await self._index.flush(tenant_id)
         await self._repo.mark_indexed([t.version for t in tasks])
         self._metrics.indexed(len(tasks))

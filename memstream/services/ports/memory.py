@@ -139,7 +139,10 @@ class MemoryRepository(Protocol):
 class ChangeSink(Protocol):
     """Where the ingest side announces what it did (memory.changes, the DLQ topic)."""
 
-    async def versioned(self, recorded: Recorded) -> None: ...
+    async def announce(self, recorded: Sequence[Recorded]) -> None:
+        """Versions stored by one batch (those of a redelivered event excluded): one
+        memory.changes message per tenant, not one per version."""
+        ...
 
     async def dead_lettered(self, letter: DeadLetter) -> None: ...
 

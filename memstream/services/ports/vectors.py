@@ -53,17 +53,32 @@ class VectorHit:
 class VectorIndex(Protocol):
     """A vector store with one physically separate collection / shard per tenant."""
 
-    async def upsert(self, tenant_id: str, points: Sequence[VectorPoint]) -> None: ...
+    async def upsert(
+        self, tenant_id: str, points: Sequence[VectorPoint], *, durable: bool = True
+    ) -> None:
+        """Write these points whole. ``durable=False`` leaves making them durable to a later
+        :meth:`flush` (one for a batch of writes instead of one per write); until then they
+        survive the process being killed but not necessarily the machine crashing."""
+        ...
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
         """Merge ``payload`` into one existing point (is_current / valid_to changes)."""
         ...
 
     async def set_payloads(
-        self, tenant_id: str, updates: Sequence[tuple[str, Mapping[str, Any]]]
+        self,
+        tenant_id: str,
+        updates: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        durable: bool = True,
     ) -> set[str]:
         """Merge each payload into its point, in one write; returns the ids that do not exist
-        (nothing is written for those)."""
+        (nothing is written for those). ``durable`` as for :meth:`upsert`."""
+        ...
+
+    async def flush(self, tenant_id: str) -> None:
+        """Make every write to the tenant's store so far durable (those made with
+        ``durable=False``); nothing for a tenant without a store."""
         ...
 
     async def search(
