@@ -139,6 +139,7 @@ def markdown(
         ("Held-out trap suite", scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
         ("Seed trap suite", scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
         ("Fresh seed suite", scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
+        ("Blind seed suite", scores.seedblind, scores.seedblind_counts, scores.seedblind_forbidden),
     ):
         if not rates:
             continue
@@ -254,6 +255,14 @@ def chart(scores: Scores, path: Path) -> None:
                 scores.seedfresh,
             )
         )
+    if scores.seedblind:
+        panels.append(
+            (
+                "blind seed suite: wrong-memory rate ↓",
+                list(scores.seedblind_counts),
+                scores.seedblind,
+            )
+        )
     if scores.locomo:
         cats = list(scores.locomo_counts)
         values = {s: {c: scores.locomo[s][c]["recall@5"] for c in cats} for s in REPORTED}
@@ -316,6 +325,7 @@ def print_headline(scores: Scores, console: Console) -> None:
     for title, rates, counts in (
         ("seed trap suite", scores.seedtraps, scores.seedtraps_counts),
         ("fresh seed suite", scores.seedfresh, scores.seedfresh_counts),
+        ("blind seed suite", scores.seedblind, scores.seedblind_counts),
     ):
         if rates:
             print_families(title, rates, counts, console)

@@ -32,6 +32,7 @@ from memstream.bench.quality.gate_personal import personal_set
 from memstream.bench.quality.gate_runs import GATE_ON, ask_gate, ask_gate_on
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.bench.quality.seed_gate import seed_gate_questions
+from memstream.bench.quality.seedblind import seed_blind_suite
 from memstream.bench.quality.seedtraps import seed_trap_suite
 from memstream.bench.quality.suite import Question, Suite, doc_id
 from memstream.bench.quality.traps import trap_suite
@@ -48,8 +49,8 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", "seedtraps", "seedfresh")
-SEED_SUITES = ("seedtraps", "seedfresh")  # kept out of the gate set
+SEED_SUITES = ("seedtraps", "seedfresh", "seedblind")  # kept out of the gate set
+ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", *SEED_SUITES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,8 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         from memstream.bench.quality.seedfresh import seed_fresh_suite
 
         suites.append(seed_fresh_suite(options.traps_per_family, now, options.seed))
+    if "seedblind" in options.suites:
+        suites.append(seed_blind_suite(options.traps_per_family, now, options.seed))
     return suites
 
 

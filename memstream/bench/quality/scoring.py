@@ -28,6 +28,8 @@ from memstream.bench.quality.served import SERVED
 from memstream.bench.quality.suite import Question
 
 ANSWERABLE = "1-4 (answerable)"
+BLIND = ("seedblind",)
+BLIND_NOTE = "withheld: this suite's cases stay unseen by whoever tunes the ranking"
 
 
 @dataclass(slots=True)
@@ -50,6 +52,9 @@ class Scores:
     seedfresh: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
     seedfresh_counts: dict[str, int] = field(default_factory=dict)
     seedfresh_forbidden: dict[str, int] = field(default_factory=dict)
+    seedblind: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    seedblind_counts: dict[str, int] = field(default_factory=dict)
+    seedblind_forbidden: dict[str, int] = field(default_factory=dict)
     seed_gate: dict[str, dict[str, float]] = field(default_factory=dict)  # seed_gate_rates
     seed_gate_misses: list[str] = field(default_factory=list)
     timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
@@ -85,6 +90,9 @@ class Scores:
             if self.seedfresh:  # likewise
                 fresh = self.seedfresh.get(system, {}).get("all")
                 rows[system]["fresh seed wrong-memory rate ↓"] = fresh
+            if self.seedblind:  # likewise
+                blind = self.seedblind.get(system, {}).get("all")
+                rows[system]["blind seed wrong-memory rate ↓"] = blind
         return rows
 
 
@@ -103,14 +111,16 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 
 def score_traps(run: SuiteRun, scores: Scores) -> None:
     """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``, the seed
-    suite into ``scores.seedtraps*``, the fresh seed suite into ``scores.seedfresh*`` (both also
-    per language: "all · en", "all · zh")."""
+    suite into ``scores.seedtraps*``, the fresh seed suite into ``scores.seedfresh*``, the blind
+    one into ``scores.seedblind*`` (all three also per language: "all · en", "all · zh"; the
+    blind suite's misses are not listed)."""
     rates, counts, forbidden = {
         "heldout": (scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
         "seedtraps": (scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
         "seedfresh": (scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
+        "seedblind": (scores.seedblind, scores.seedblind_counts, scores.seedblind_forbidden),
     }.get(run.suite.name, (scores.traps, scores.trap_counts, scores.trap_forbidden))
-    seed = run.suite.name in ("seedtraps", "seedfresh")
+    seed = run.suite.name in ("seedtraps", "seedfresh", "seedblind")
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -132,6 +142,9 @@ def score_traps(run: SuiteRun, scores: Scores) -> None:
         lang = f"all · {question_language(question)}"
         counts[lang] = counts.get(lang, 0) + 1
     counts["all"] = len(questions)
+    if run.suite.name in BLIND:  # its cases stay unseen: rates only, no questions or answers
+        scores.examples[run.suite.name] = [BLIND_NOTE]
+        return
     lines = []
     for question, ranked, reply in zip(
         questions, run.rankings["memstream"], run.replies, strict=True
@@ -287,7 +300,7 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
     for run in runs:
-        if run.suite.name in ("traps", "heldout", "seedtraps", "seedfresh"):
+        if run.suite.name in ("traps", "heldout", "seedtraps", "seedfresh", "seedblind"):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
