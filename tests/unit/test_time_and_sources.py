@@ -111,7 +111,7 @@ def test_without_a_period_decay_and_relevance_decide() -> None:
     assert not any(name == "period" for r in ranked for name, _ in r.factors)
 
 
-def test_a_period_without_a_subject_orders_nothing() -> None:
+def test_a_period_without_a_subject_acts_only_on_what_happened_in_it() -> None:
     ranked = score_candidates(ask("which rice cooker did I buy in 2024?", user=False), [], NOW)
     assert ranked == []
     unbound = [
@@ -119,8 +119,12 @@ def test_a_period_without_a_subject_orders_nothing() -> None:
                entity=Anchor("page", c.version_id))
         for c in cookers()
     ]  # fmt: skip
+    # no user, no focus: the period still says which record is meant ("吕海燕11月退了啥")
     ranked = score_candidates(ask("which rice cooker was sold in 2024?", user=False), unbound, NOW)
-    assert not any(name == "period" for r in ranked for name, _ in r.factors)
+    assert ranked[0].candidate.version_id == "o-2024"
+    # a year inside a story that no record happened in changes nothing
+    story = score_candidates(ask("which rice cooker was sold in 1998?", user=False), unbound, NOW)
+    assert not any(name == "period" for r in story for name, _ in r.factors)
 
 
 @settings(max_examples=60, deadline=None)

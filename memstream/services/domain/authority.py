@@ -7,6 +7,7 @@ not import any I/O library.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -16,7 +17,9 @@ from memstream.services.domain.errors import DomainError
 # Systems of record first, then internal knowledge, then what people say, then the open web —
 # the ladders a support team already ranks by (an internal CRM 0.95, a user's chat log 0.65, a
 # third-party forum 0.3; an official document above a press release above a user review). The
-# common spellings of one kind of source share its standing; a tenant overrides any of them.
+# common spellings of one kind of source share its standing; a tenant overrides any of them. A
+# compound name not in the table ("community_forum", "erp_export") takes the lowest standing
+# among its listed parts: a forum run by anyone is still a forum.
 DEFAULT_AUTHORITIES: Mapping[str, float] = MappingProxyType(
     {
         "erp": 1.0,
@@ -42,6 +45,9 @@ DEFAULT_AUTHORITIES: Mapping[str, float] = MappingProxyType(
         "user_review": 0.4,
         "review": 0.4,
         "forum": 0.3,
+        "blog": 0.3,
+        "social": 0.3,
+        "social_media": 0.3,
         "third_party": 0.3,
         "web": 0.3,
     }
@@ -70,7 +76,12 @@ class AuthorityTable:
         unit_value("unknown authority", self.unknown)
 
     def authority(self, source_system: str) -> float:
-        return self.authorities.get(source_system.casefold(), self.unknown)
+        folded = source_system.strip().casefold()
+        exact = self.authorities.get(folded)
+        if exact is not None:
+            return exact
+        parts = [self.authorities[p] for p in re.split(r"[\W_]+", folded) if p in self.authorities]
+        return min(parts) if parts else self.unknown
 
     def merged(self, overrides: Mapping[str, float]) -> AuthorityTable:
         """A tenant's table: this one with ``overrides`` taking precedence."""

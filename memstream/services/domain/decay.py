@@ -9,6 +9,7 @@ Pure: ``now`` is a parameter. Must not import any I/O library.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,11 @@ from memstream.services.domain.errors import DomainError
 # warranty or a contract holds until the date it states: a year, as a spec. The common spellings
 # of one kind of record share its half-life ("official_doc" and "official_document", "review" and
 # "user_review"), as they share its authority (``authority``); a press release ages as a review.
+# A promotion lasts weeks. A parcel's status changes by the day (picked up, in transit, out for
+# delivery): three days, so the latest status update of a shipment answers "where is it?". A
+# compound name not in the table ("product_price", "stock_level", "spec_update") takes the
+# shortest half-life among its parts that are ("price": 14 days): the part that changes
+# fastest is what the record reports.
 DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
     {
         "complaint": timedelta(days=7),
@@ -38,7 +44,15 @@ DEFAULT_HALF_LIVES: Mapping[str, timedelta] = MappingProxyType(
         "inventory": timedelta(hours=6),
         "stock": timedelta(hours=6),
         "price": timedelta(days=14),
+        "promotion": timedelta(days=30),
+        "shipment": timedelta(days=3),
+        "delivery": timedelta(days=3),
+        "tracking": timedelta(days=3),
+        "waybill": timedelta(days=3),
+        "logistics": timedelta(days=3),
+        "parcel": timedelta(days=3),
         "product_spec": timedelta(days=365),
+        "specification": timedelta(days=365),
         "spec": timedelta(days=365),
         "catalog": timedelta(days=365),
         "catalogue": timedelta(days=365),
@@ -80,7 +94,14 @@ class DecayRules:
         _checked("(default)", self.default)
 
     def half_life(self, fact_type: str) -> timedelta:
-        return self.half_lives.get(fact_type.casefold(), self.default)
+        """The fact type's half-life; a compound name not in the table ("product_price") takes
+        the shortest among its listed parts, and one with none listed the default."""
+        folded = fact_type.strip().casefold()
+        exact = self.half_lives.get(folded)
+        if exact is not None:
+            return exact
+        parts = [self.half_lives[p] for p in re.split(r"[\W_]+", folded) if p in self.half_lives]
+        return min(parts) if parts else self.default
 
     def merged(
         self, overrides: Mapping[str, timedelta], default: timedelta | None = None

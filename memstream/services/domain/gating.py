@@ -48,7 +48,9 @@ In order:
    b. *Tenant memory* (``MemoryEvidence``): the handler retrieves; the question is answered
       when it names something the tenant's memory holds (a word of the question, not a
       common one, found in the memories retrieved, with those memories at least
-      ``NAMED_NEAR`` similar) or when the nearest memory is close (cosine ≥ ``NEAR``; not for
+      ``NAMED_NEAR`` similar — ``OWN_NEAR`` when it is a single word of three or more terms:
+      one everyday word of a long question is found in a broad conversation by chance) or
+      when the nearest memory is close (cosine ≥ ``NEAR``; not for
       a question written only in Chinese: ``similarity_speaks``); else it is skipped with both
       nearest similarities in the reason. An answer's reason says
       which terms are held, how many of the question's terms that is, and the nearest
@@ -98,6 +100,7 @@ NAMED_NEAR = 0.10
 # them beyond which they are a broad record (a long conversation) where words match by chance.
 OWN_NEAR = 0.25
 OWN_BROAD = 100
+LONE_WORD_OF = 3  # a single held word of this many question terms needs OWN_NEAR similarity
 FORCE_HINT = "send force=true to retrieve anyway"
 GENERIC = "no memory cue: generic question"
 
@@ -220,6 +223,17 @@ def evidence_from(query: str, found: Iterable[tuple[float, str]]) -> MemoryEvide
     return MemoryEvidence(nearest, tuple(sorted(held)), len(wanted))
 
 
+def _named_bar(evidence: MemoryEvidence, query: str) -> float:
+    """How similar the memories must be for held words to decide: ``NAMED_NEAR``, or
+    ``OWN_NEAR`` when a single word of three or more is held — one everyday word of a long
+    question ("second" in "when did the Second World War end?") is found in any broad
+    conversation by chance. Not for a question in Chinese only: its terms are character
+    pairs, and similarity says nothing there (``similarity_speaks``)."""
+    if len(evidence.named) == 1 and evidence.asked >= LONE_WORD_OF and similarity_speaks(query):
+        return OWN_NEAR
+    return NAMED_NEAR
+
+
 @dataclass(frozen=True, slots=True)
 class GateDecision:
     """``needs_memory``: answer from memory; ``probe``: look at memory before deciding."""
@@ -282,9 +296,23 @@ def gate(
     if strong:
         return GateDecision(True, strong[0].describe())
     kind = transaction_named(request.query) if request.user_id is not None else None
-    if kind is not None and (talk is None or talk[0] in (EXPLANATION, OPINION)):
+    # "how do refunds work?": an explanation of a kind of record, asked of no one's, is talk
+    general = (
+        talk is not None
+        and talk[0] == EXPLANATION
+        and not (reading.about_speaker or reading.about_user)
+        and not any(cue.kind == POSSESSIVE for cue in reading.cues)
+    )
+    if kind is not None and not general and (talk is None or talk[0] in (EXPLANATION, OPINION)):
         return GateDecision(True, f"names a kind of the user's records {kind!r}")
-    about_entity = talk is not None and talk[0] in (EXPLANATION, OPINION) and request.anchors
+    # An explanation about an entity the agent anchored ("how does it work?" about the XR-500)
+    # asks about that entity; the asker's own anchor (their user id) names no such thing.
+    entities = [
+        a
+        for a in request.anchors
+        if not (a.type.strip().casefold() in PERSON_ANCHOR_TYPES and a.id == request.user_id)
+    ]
+    about_entity = talk is not None and talk[0] in (EXPLANATION, OPINION) and bool(entities)
     possessed = any(cue.kind == POSSESSIVE for cue in text_cues)
     if talk is not None and not about_entity and (bare or not possessed):
         return _skip(f"{talk[0]} '{talk[1]}'")
@@ -304,7 +332,7 @@ def gate(
         return GateDecision(True, own.describe())
     if evidence is None:
         return GateDecision(False, "no strong cue: look at memory", probe=True)
-    if evidence.named and evidence.nearest >= NAMED_NEAR:
+    if evidence.named and evidence.nearest >= _named_bar(evidence, request.query):
         return GateDecision(
             True,
             f"names {', '.join(map(repr, evidence.named[:3]))} in memory"

@@ -54,7 +54,7 @@ _TIME_WORDS_ZH = (
     *((w, False) for w in ("什么时候", "何时")),
 )
 _POSSESSIVES_EN = tuple((w, True) for w in ("my", "mine", "our", "ours"))
-_POSSESSIVES_ZH = tuple((w, True) for w in ("我的", "我们的", "咱们的"))
+_POSSESSIVES_ZH = tuple((w, True) for w in ("我的", "我们的", "咱们的", "俺的", "俺们的", "咱的"))
 _STATE_VERBS_EN = tuple(
     (w, True)
     for w in (
@@ -98,7 +98,7 @@ _STATE_VERBS_ZH = tuple(
 )
 # "do I like jazz?" asks about the user, but "can I pay by card?" does not: weak cues.
 _FIRST_PERSON_EN = tuple((w, False) for w in ("i", "me", "we", "us", "i'm", "i've", "i'd"))
-_FIRST_PERSON_ZH = tuple((w, False) for w in ("我", "我们"))
+_FIRST_PERSON_ZH = tuple((w, False) for w in ("我", "我们", "俺", "咱"))
 _ANAPHORA_EN = tuple(
     (w, False) for w in ("that one", "this one", "the same one", "the other one", "it", "them")
 )

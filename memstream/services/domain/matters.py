@@ -43,9 +43,10 @@ come from the ERP (authority 1.0 against ticketing's 0.85), so without the rule 
 that answers the question came third.
 
 A question that *names a flagged state* ("which of my complaints is overdue?", "the recalled
-one", "逾期的投诉", "高风险"; ``named_states``) asks for the matters in that state. (Open against
-settled is the current-state rule above: "is it resolved?" asks whether it is, and the open
-matter is the answer.) For every fact type and binding among the results:
+one", "逾期的投诉", "高风险"; "should be escalated", "该升级", or a matter past a delay: "open
+for more than 48 hours", "超过48小时"; ``named_states``) asks for the matters in that state.
+(Open against settled is the current-state rule above: "is it resolved?" asks whether it is,
+and the open matter is the answer.) For every fact type and binding among the results:
 
     a matter whose effective state (``effective_status``: an open matter past
     ``StateRules.escalate_after`` is ``escalated``) is not the one named yields to the matters
@@ -66,7 +67,7 @@ from collections.abc import Sequence
 
 from memstream.services.domain.query import ScoredResult
 from memstream.services.domain.reading import QuestionReading
-from memstream.services.domain.trust import StateRules, is_open_matter
+from memstream.services.domain.trust import StateRules, is_open_matter, kind_in, status_of
 from memstream.services.domain.yielding import RELEVANCE_SHARE, YIELD_SHARE, yield_to
 
 __all__ = [
@@ -86,14 +87,28 @@ PROBLEM = "problem"
 STATE = "state"
 # Words that name a state of a matter → the effective statuses they ask for.
 _STATE_WORDS = (
-    (("overdue", "escalated", "past due", "逾期", "超时", "超期"), {"escalated"}),
+    (
+        ("overdue", "escalated", "escalate", "escalation", "past due", "逾期", "超时", "超期",
+         "该升级", "需要升级"),
+        {"escalated"},
+    ),
     (("high risk", "high-risk", "recall", "recalled", "高风险", "召回"), {"high_risk"}),
 )  # fmt: skip
+
+
+# "open for more than 48 hours", "超过48小时": a matter past a delay is an escalated one.
+_PAST_DELAY = re.compile(
+    r"(?:more\s+than|over|longer\s+than|past|beyond)\s+\d+\s*(?:h|hrs?|hours?|days?)(?![a-z])"
+    r"|(?:超过|超出|已过|过了)\s*\d+\s*(?:个)?(?:小时|天|钟头)",
+    re.IGNORECASE,
+)
 
 
 def named_states(query: str) -> frozenset[str]:
     """The effective statuses a question names (see the module docstring); empty for none."""
     text = query.casefold()
+    if _PAST_DELAY.search(text):
+        return frozenset({"escalated"})
     for words, states in _STATE_WORDS:
         for word in words:
             if word.isascii():
@@ -108,14 +123,14 @@ def named_states(query: str) -> frozenset[str]:
 def is_settled_matter(result: ScoredResult, rules: StateRules) -> bool:
     """A complaint, ticket, case, return … whose status says it is over."""
     candidate = result.candidate
-    if candidate.fact_type.casefold() not in rules.escalating_fact_types:
+    if not kind_in(candidate.fact_type, rules.escalating_fact_types):
         return False
-    return candidate.status.strip().casefold() in SETTLED_STATUSES
+    return status_of(candidate.status) in SETTLED_STATUSES
 
 
 def is_matter(result: ScoredResult, rules: StateRules) -> bool:
     """A memory of a fact type that runs a course (complaints, tickets, returns …)."""
-    return result.candidate.fact_type.casefold() in rules.escalating_fact_types
+    return kind_in(result.candidate.fact_type, rules.escalating_fact_types)
 
 
 def _entity(result: ScoredResult) -> tuple[str, ...]:
@@ -148,7 +163,7 @@ def matters_first(
     if states:
 
         def in_state(result: ScoredResult) -> bool:
-            return (result.effective_status or result.candidate.status).casefold() in states
+            return status_of(result.effective_status or result.candidate.status) in states
 
         out = yield_to(
             out,

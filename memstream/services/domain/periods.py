@@ -9,10 +9,14 @@ Read:
   "去年三月", "last month", "上个月";
 - quarters: "Q1 2024", "the first quarter of 2024", "2024年第一季度", "last quarter", "上季度";
 - years: "in 2023", "last year", "this year", "去年", "前年", "今年", "2023年";
+- parts of a year: "early 2024" (January–April), "mid-2024" (May–August), "late 2024"
+  (September–December), "the end of 2024" (October–December), "the first / second half of
+  2024", "H1 2024", "late last year", "2024年初", "年中", "去年年底", "上半年", "下半年";
 - seasons (northern, meteorological; a winter is the one that begins in December of its year):
   "last summer", "summer 2021", "去年夏天";
 - relative: "yesterday", "last week", "two months ago", "3 weeks ago", "昨天", "上周",
-  "三个月前", "两年前";
+  "三个月前", "两年前", "half a year ago", "半年前";
+- a month as the adjective of a record: "my May order", "the March invoice";
 - spans of two of the above: "from 1998 to 2001", "between March and May 2024", "2019年至2021年".
 
 A month, day or season without a year is the most recent one that has begun; "last March" /
@@ -51,6 +55,7 @@ from memstream.services.domain.timespans import (
     day,
     latest,
     month,
+    part,
     quarter,
     season,
     this,
@@ -184,7 +189,16 @@ _DATED: list[tuple[re.Pattern[str], Reader]] = [
      lambda m, now: quarter(int(m["year"]), _cn_number(m["q"]))),
     (re.compile(r"(?P<year>\d{4})年的?(?P<s>[春夏秋冬])[天季]"),
      lambda m, now: season(int(m["year"]), _CN_SEASONS[m["s"]])),
-    (re.compile(r"(?<![0-9A-Za-z\-])(?P<year>\d{4})年(?![款版型份])"),
+    (re.compile(r"\b(?:in\s+)?(?:the\s+)?(?P<p>early|mid|late|beginning|start|middle|end|"
+                r"first\s+half|second\s+half)(?:\s+of|-|\s+)\s*" + _YEAR + _CLOSE, re.I),
+     lambda m, now: part(int(m["year"]), " ".join(m["p"].split()))),
+    (re.compile(_OPEN + r"(?P<p>H[12])\s*" + _YEAR + _CLOSE + r"|" + _OPEN + _YEAR.replace(
+        "year", "year2") + r"\s*(?P<p2>H[12])" + _CLOSE),
+     lambda m, now: part(int(m["year"] or m["year2"]), m["p"] or m["p2"])),
+    (re.compile(r"(?P<year>\d{4})年的?(?P<p>年初|年中|年底|年末|上半年|下半年)|(?P<year2>\d{4})"
+                r"(?P<p2>年初|年中|年底|年末|上半年|下半年)"),
+     lambda m, now: part(int(m["year"] or m["year2"]), m["p"] or m["p2"])),
+    (re.compile(r"(?<![0-9A-Za-z\-])(?P<year>\d{4})年(?![款版型份初中底末])"),
      lambda m, now: year(int(m["year"]))),
 ]  # fmt: skip
 
@@ -249,8 +263,22 @@ _STRICT: list[tuple[re.Pattern[str], Reader]] = [
                      if m["qual"] else None)),
     (re.compile(_CN_Q + r"第?(?P<q>[1-4一二三四])季度"),
      lambda m, now: which(m["qual"], lambda y: quarter(y, _cn_number(m["q"])), now)),
-    (re.compile(r"(?P<qual>今年|去年|前年)"),
+    (re.compile(r"\b(?P<qual>early|mid|late|end\s+of|beginning\s+of|first\s+half\s+of|second"
+                r"\s+half\s+of)(?:\s+|-)(?P<which>this|last)\s+year\b", re.I),
+     lambda m, now: part(now.year - (m["which"].casefold() == "last"),
+                         " ".join(m["qual"].split()).removesuffix(" of"))),
+    (re.compile(r"(?P<qual>今年|去年|前年)?的?(?P<p>年初|年中|年底|年末|上半年|下半年)"),
+     lambda m, now: part(now.year - {"去年": 1, "前年": 2}.get(m["qual"] or "", 0), m["p"])),
+    (re.compile(r"半年(?:之|以)?前"), lambda m, now: _back(6, "month", now)),
+    (re.compile(r"\b(?:half\s+a\s+year|six\s+months)\s+ago\b", re.I),
+     lambda m, now: _back(6, "month", now)),
+    (re.compile(r"(?P<qual>今年|去年|前年)(?!的?(?:年初|年中|年底|年末|上半年|下半年))"),
      lambda m, now: which(m["qual"], year, now)),
+    # "my May order", "the March invoice": a month as an adjective of a record
+    (re.compile(r"\b(?:my|our|the|that|this)\s+" + _MON + r"\s+(?=(?:order|purchase|invoice|bill"
+                r"|delivery|shipment|return|refund|booking|payment|statement|subscription)s?\b)",
+                re.I),
+     _bare_reader),
 ]  # fmt: skip
 
 

@@ -15,7 +15,11 @@ XR-500", which ask for general information). In a personal request:
 - **the person first** (``person_first``): an unbound memory never ranks above a memory bound
   to the user or to the user's entities that is at least ``RELEVANCE_SHARE`` (half) as
   relevant as itself: it *yields* to them (``yielding``: its final is brought just below the
-  lowest of theirs, recorded in its ``factors`` as ``personal``). Memories bound to the user
+  lowest of theirs, recorded in its ``factors`` as ``personal``); and a memory about no person
+  at all, of a fact type of which the user has a record of their own among the results (a
+  page view logged without a user, beside the user's own page views), yields to those records
+  of the user whatever its relevance: "the headphones I looked at" are among the user's views,
+  not an anonymous one, however close its words. Memories bound to the user
   are ordered among themselves by their finals alone: a fresh view of the user's headphones
   that is half as relevant as a three-year-old one still ranks first when decay says so.
 
@@ -42,7 +46,8 @@ PERSONAL_RELEVANCE_SHARE = RELEVANCE_SHARE
 PERSONAL = "personal"
 USERS_ENTITY = Binding("user_entity", 0.5)
 UNBOUND = Binding("unbound", TRUST_FLOOR)
-_BOUND_KINDS = frozenset({"exact", "fuzzy", USERS_ENTITY.kind})
+_OWN_KINDS = frozenset({"exact", "fuzzy"})
+_BOUND_KINDS = _OWN_KINDS | {USERS_ENTITY.kind}
 _PERSON_TYPES = frozenset({"customer", "user"})
 
 
@@ -73,10 +78,29 @@ def personal_binding(
     return UNBOUND
 
 
+def _no_person(candidate: Candidate) -> bool:
+    return not any(a.type.strip().casefold() in _PERSON_TYPES for a in candidate.anchors)
+
+
 def person_first(results: Sequence[ScoredResult]) -> list[ScoredResult]:
     """The person-first rule of the module docstring (same order as given)."""
-    return yield_to(
+    mine = {
+        r.candidate.fact_type.strip().casefold() for r in results if r.binding_kind in _OWN_KINDS
+    }
+    out = yield_to(  # a record of the user's own kind, about no one: below the user's own
         results,
+        PERSONAL,
+        leads=lambda r: r.binding_kind in _OWN_KINDS,
+        yields=lambda r: (
+            r.binding_kind == UNBOUND.kind
+            and _no_person(r.candidate)
+            and r.candidate.fact_type.strip().casefold() in mine
+        ),
+        group=lambda r: r.candidate.fact_type.strip().casefold(),
+        share=0.0,
+    )
+    return yield_to(
+        out,
         PERSONAL,
         leads=lambda r: r.binding_kind in _BOUND_KINDS,
         yields=lambda r: r.binding_kind == UNBOUND.kind,

@@ -5,7 +5,8 @@
 1. merge candidates repeated by version_id (found by both retrievers: the best of each score);
    drop retracted ones (never returned), those recorded after ``known_at`` and those not yet
    valid at ``as_of`` (defence in depth: the retrievers already select by time);
-2. relevance: vector (cosine clamped to [0, 1]) and keyword scores (divided by their maximum
+2. relevance: vector (cosine clamped to [0, 1]; for a question in Chinese only, brought halfway
+   to the candidates' mean: ``fusion.narrowed``) and keyword scores (divided by their maximum
    when it exceeds 1, see ``fusion.scale_to_unit``) fused with weights adapted to the request
    (``fusion.fusion_weights``); with a time window, the metadata score is 1 for a memory that
    occurred inside it, else 0;
@@ -20,10 +21,13 @@
    and named in the result's ``factors`` (``yielding``), in this order: arbitration of
    conflicts (the loser's final × 0.5, ``arbitration``); the more authoritative source about
    the same entity first (``sources``); problem records and open matters first (``matters``);
-   the memories about an id the question names first (``yielding.named_first``);
+   the memories about an id the question names first (``yielding.named_first``); a look-alike
+   of another entity below the memory that holds more of the question's words, in a question
+   about no user and no focus (``yielding.lookalike_first``);
    the memory matching all the attributes a question names first
-   (``yielding.attributes_first``); the user's records of the kind a question names before
-   their notes (``kinds``); what happened in the period a question names first
+   (``yielding.attributes_first``); the records of the fact a question names (stock, price)
+   first, and the records of the kind it names (an order, a refund) before notes and other
+   kinds (``kinds``); what happened in the period a question names first
    (``timely.period_first``); latest / earliest by time (``timely.by_time``); the focus first
    (``yielding.focus_first``); the person first (``personal.person_first``);
 7. sort by final descending (ties: the more recent first, then version_id), keep
@@ -51,8 +55,14 @@ from datetime import datetime
 from memstream.services.domain.arbitration import DEFAULT_ARBITRATION, ArbitrationRules, arbitrate
 from memstream.services.domain.authority import DEFAULT_AUTHORITY, AuthorityTable
 from memstream.services.domain.decay import DEFAULT_DECAY, DecayRules, recency
-from memstream.services.domain.fusion import final_score, fuse, fusion_weights, scale_to_unit
-from memstream.services.domain.kinds import named_kind_first
+from memstream.services.domain.fusion import (
+    final_score,
+    fuse,
+    fusion_weights,
+    narrowed,
+    scale_to_unit,
+)
+from memstream.services.domain.kinds import named_fact_first, named_kind_first
 from memstream.services.domain.matters import matters_first
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.personal import person_first, personal_binding, user_entities
@@ -66,7 +76,7 @@ from memstream.services.domain.query import (
 from memstream.services.domain.reading import QuestionReading, read_question
 from memstream.services.domain.render import render_all
 from memstream.services.domain.sources import sources_first
-from memstream.services.domain.timely import by_time, period_first, subject_of
+from memstream.services.domain.timely import by_time, in_focus, period_first, subject_of
 from memstream.services.domain.trust import (
     DEFAULT_PROFILE,
     DEFAULT_STATE_RULES,
@@ -80,7 +90,12 @@ from memstream.services.domain.trust import (
     state_consistency,
     trust_score,
 )
-from memstream.services.domain.yielding import attributes_first, focus_first, named_first
+from memstream.services.domain.yielding import (
+    attributes_first,
+    focus_first,
+    lookalike_first,
+    named_first,
+)
 
 DEFAULT_RENDER_BUDGET = 8000  # characters for all blocks together (~2k tokens)
 
@@ -182,11 +197,21 @@ def _ordered(
         ruled = sources_first(ruled, reading)
     ruled = matters_first(ruled, reading, rules.state)
     ruled = named_first(ruled, reading)
-    ruled = attributes_first(ruled, reading)
     user = request.user_id is not None or any(
         a.type.strip().casefold() in PERSON_ANCHOR_TYPES for a in request.anchors
     )
-    ruled = named_kind_first(ruled, reading.text, subject_of(ruled, reading, user))
+    ruled = lookalike_first(
+        ruled, reading, subject=user or bool(request.anchors) or bool(reading.focus)
+    )
+    ruled = attributes_first(ruled, reading)
+    ruled = named_fact_first(ruled, reading.text)
+    ruled = named_kind_first(
+        ruled,
+        reading.text,
+        subject_of(ruled, reading, user),
+        in_focus(ruled, reading),
+        request.user_id if reading.personal else None,
+    )
     ruled = period_first(ruled, reading, user=user)
     ruled = by_time(ruled, reading, user=user)
     ruled = focus_first(ruled, reading)
@@ -227,6 +252,13 @@ def score_candidates(
 
     personal = reading.personal and request.user_id is not None
     entities = user_entities(live, request.user_id or "") if personal else frozenset()
+    vectors = dict(
+        zip(
+            (c.version_id for c in live),
+            narrowed([min(1.0, max(0.0, c.vector_score or 0.0)) for c in live], reading),
+            strict=True,
+        )
+    )
     scored: list[ScoredResult] = []
     for candidate in live:
         binding = _binding(candidate, anchors, request, reading)
@@ -234,7 +266,7 @@ def score_candidates(
             continue  # about another entity of a kind the request names: never an answer
         if personal:
             binding = personal_binding(candidate.anchors, binding, entities)
-        vector = min(1.0, max(0.0, candidate.vector_score or 0.0))
+        vector = vectors[candidate.version_id]
         keyword = min(1.0, max(0.0, (candidate.keyword_score or 0.0) / keyword_divisor))
         fused = fuse(vector, keyword, weights, _time_fit(candidate, request))
         verdict = state_consistency(candidate, at, rules.state)

@@ -16,13 +16,14 @@ in May" — whatever the valid time the search answers at (``periods.valid_time`
 
 Ordinals (English and Chinese), whole words, case-insensitive:
 
-- **latest**: "latest", "most recent(ly)", "newest", "last time", "the / my / our last …" and
-  "when did I last …" ("last" followed by a period — "last week", "last March" — names a period,
-  not an ordinal; "does the battery last" is a verb), "上次", "上一次", "最近一次", "最后一次",
-  "最新", "最近";
+- **latest**: "latest", "most recent(ly)", "recently", "newest", "last time", "the / my / our
+  last …" and "when did I last …" ("last" followed by a period — "last week", "last March" —
+  names a period, not an ordinal; "does the battery last" is a verb),
+  "上次", "上一次", "上回", "最近一次", "最后一次", "最新", "最近";
 - **earliest**: "first" (not "first of all", "first aid", "first class", "first place", nor
   "first half / quarter / week …", which name a period), "earliest", "oldest", "originally",
-  "initially", "第一次", "第一个", "首次", "最早", "最初", "头一次".
+  "initially", "original", "第一次", "第一个", "第一笔", "第一回", "首次", "最早", "最初",
+  "头一次", "头一回", "原始", "初版", "原价", "最开始".
 
 Pure. Must not import any I/O library.
 """
@@ -62,21 +63,34 @@ _PERIOD_WORDS = (
 )
 _PERIOD = "|".join(_PERIOD_WORDS.split())
 _LATEST_EN = re.compile(
-    r"(?<![a-z0-9])(?:latest|most\s+recent(?:ly)?|newest|last\s+time"
+    r"(?<![a-z0-9])(?:latest|most\s+recent(?:ly)?|newest|last\s+time|recently"
     rf"|(?:the|my|our|your|his|her|their)\s+(?:very\s+)?last(?!\s+(?:{_PERIOD})(?![a-z]))"
     rf"|(?:i|we|you|he|she|they)\s+last(?=\s+[a-z])(?!\s+(?:{_PERIOD})(?![a-z]))"
     r")(?![a-z0-9])",
     re.IGNORECASE,
 )
 _EARLIEST_EN = re.compile(
-    r"(?<![a-z0-9])(?:earliest|oldest|originally|initially|very\s+first"
+    r"(?<![a-z0-9])(?:earliest|oldest|original|originally|initially|very\s+first"
     rf"|first(?!\s+(?:of\s+all|aid|class|name|person|hand|place|prize|round|floor|{_PERIOD})"
     r"(?![a-z]))(?!-))"
     r"(?![a-z0-9])",
     re.IGNORECASE,
 )
-_LATEST_ZH = ("上次", "上一次", "最近一次", "最后一次", "最新", "最近")
-_EARLIEST_ZH = ("第一次", "第一个", "第一款", "第一单", "首次", "最早", "最初", "头一次")
+_LATEST_ZH = (
+    "上次",
+    "上一次",
+    "上回",
+    "上一回",
+    "最近一次",
+    "最后一次",
+    "最后一回",
+    "最新",
+    "最近",
+)
+_EARLIEST_ZH = (
+    "第一次", "第一个", "第一款", "第一单", "第一笔", "第一回", "首次", "最早", "最初", "头一次",
+    "头一回", "原始", "初版", "原价", "最开始",
+)  # fmt: skip
 
 
 def ordinal_in(text: str) -> str | None:
@@ -322,6 +336,12 @@ class QuestionReading:
     @property
     def time_words(self) -> tuple[str, ...]:
         return tuple(cue.text for cue in self.cues if cue.kind == TIME_WORD)
+
+    @property
+    def chinese_only(self) -> bool:
+        """Every content word of the question is Chinese: the bundled encoder (English-only)
+        finds unrelated Chinese texts as similar as related ones (``fusion``)."""
+        return bool(self.terms) and not any(t.isascii() for t in self.terms)
 
     @property
     def vague(self) -> bool:

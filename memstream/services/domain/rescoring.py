@@ -17,7 +17,13 @@ from datetime import datetime
 from memstream.services.domain.decay import DecayRules, recency
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.query import Candidate
-from memstream.services.domain.trust import StateRules, is_open_matter, state_consistency
+from memstream.services.domain.trust import (
+    StateRules,
+    is_open_matter,
+    kind_in,
+    state_consistency,
+    status_of,
+)
 
 # Below this change in recency a rescore is not worth a write (and the status did not change).
 MATERIAL_RECENCY_CHANGE = 0.01
@@ -61,10 +67,8 @@ def transitions(version: MemoryVersion, state: StateRules) -> tuple[datetime, ..
     (``valid_to``). Empty for most versions: nothing about them changes until a new event."""
     moments = []
     candidate = Candidate.from_version(version)
-    status = candidate.status.strip().casefold() or "active"
-    if status in state.open_statuses and version.fact_type.casefold() in (
-        state.escalating_fact_types
-    ):
+    status = status_of(candidate.status)
+    if status in state.open_statuses and kind_in(version.fact_type, state.escalating_fact_types):
         moments.append(version.occurred_at + state.escalate_after)
     if version.valid_to is not None:
         moments.append(version.valid_to)

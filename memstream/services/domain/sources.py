@@ -7,13 +7,15 @@ fresh chat message in which a customer says their warranty runs a year longer, o
 press release announcing a feature the official specification limits, outscores the older
 record by its freshness alone. The rule (``sources_first``):
 
-    a memory yields to a memory about the same entity (entity_type, entity_id) from a source
+    a memory yields to a memory about the same entity (its entity_type and entity_id, or an
+    entity either is anchored to: a review filed under its own id about product X) from a source
     at least ``AUTHORITY_GAP`` more authoritative whose relevance is at least
     ``RELEVANCE_SHARE`` (half) of its own, when the two hold the same kind of fact (the same
     fact type: two warranty records) or the yielding one is *commentary* — what someone said
     about the entity (a review, a forum post, a press release, a chat log, an email:
-    ``COMMENTARY_FACT_TYPES``); not when the question asks what that kind of source says
-    ("what do the reviews say", "what did I tell you in the chat", "论坛上怎么说").
+    ``COMMENTARY_FACT_TYPES``; or any record from such a source, ``COMMENTARY_SOURCES``: a forum
+    post filed as a "spec" is still a forum post); not when the question asks what that kind of
+    source says ("what do the reviews say", "what did I tell you in the chat", "论坛上怎么说").
 
 Why the same entity: a review of another product, or another customer's record, says nothing
 about this one. Why the same fact type or commentary: a customer's page views (browsing) and
@@ -36,9 +38,9 @@ from collections.abc import Sequence
 
 from memstream.services.domain.query import ScoredResult
 from memstream.services.domain.reading import QuestionReading
-from memstream.services.domain.yielding import RELEVANCE_SHARE, yielded
+from memstream.services.domain.yielding import AUTHORITY_GAP, RELEVANCE_SHARE, yielded
 
-AUTHORITY_GAP = 0.1
+__all__ = ["AUTHORITY_GAP", "asked_source_kinds", "said_kind", "sources_first"]
 SOURCES = "source"
 
 # Fact types that record what someone said about an entity, and the words with which a
@@ -81,8 +83,36 @@ def asked_source_kinds(text: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
+# Source systems whose every record is what someone said (whatever fact type it is filed as: a
+# forum post filed as a "spec" is still a forum post); compound names by their parts.
+COMMENTARY_SOURCES = {
+    "review": "review", "reviews": "review", "forum": "forum", "forums": "forum",
+    "community": "forum", "reddit": "forum", "blog": "forum", "social": "forum",
+    "twitter": "forum", "press": "press", "chat": "chat", "email": "email",
+}  # fmt: skip
+
+
+def _parts(name: str) -> list[str]:
+    return [p for p in re.split(r"[\W_]+", name.strip().casefold()) if p]
+
+
 def said_kind(result: ScoredResult) -> str | None:
-    return COMMENTARY_FACT_TYPES.get(result.candidate.fact_type.strip().casefold())
+    """The kind of commentary a memory is, by its fact type or else its source system."""
+    c = result.candidate
+    kind = COMMENTARY_FACT_TYPES.get(c.fact_type.strip().casefold())
+    if kind is not None:
+        return kind
+    return next(
+        (COMMENTARY_SOURCES[p] for p in _parts(c.source_system) if p in COMMENTARY_SOURCES), None
+    )
+
+
+def _spoken_of(result: ScoredResult) -> set[tuple[str, str]]:
+    """The entities a memory is about: its own and those it is anchored to."""
+    c = result.candidate
+    about = {(c.entity_type.strip().casefold(), c.entity_id)}
+    about.update((a.type.strip().casefold(), a.id) for a in c.anchors)
+    return about
 
 
 def sources_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
@@ -90,8 +120,8 @@ def sources_first(results: Sequence[ScoredResult], reading: QuestionReading) -> 
     asked = asked_source_kinds(reading.text)
     by_entity: dict[tuple[str, str], list[ScoredResult]] = {}
     for result in results:
-        c = result.candidate
-        by_entity.setdefault((c.entity_type, c.entity_id), []).append(result)
+        for key in _spoken_of(result):
+            by_entity.setdefault(key, []).append(result)
     out: list[ScoredResult] = []
     for result in results:
         c = result.candidate
@@ -99,10 +129,12 @@ def sources_first(results: Sequence[ScoredResult], reading: QuestionReading) -> 
         if said is not None and said in asked:
             out.append(result)
             continue
+        peers = {id(r): r for key in _spoken_of(result) for r in by_entity.get(key, ())}
         finals = [
             r.scores.final
-            for r in by_entity[(c.entity_type, c.entity_id)]
-            if r.scores.authority >= result.scores.authority + AUTHORITY_GAP
+            for r in peers.values()
+            if r is not result
+            and r.scores.authority >= result.scores.authority + AUTHORITY_GAP
             and (said is not None or r.candidate.fact_type.casefold() == c.fact_type.casefold())
             and r.scores.fused >= RELEVANCE_SHARE * result.scores.fused
         ]

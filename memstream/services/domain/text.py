@@ -114,7 +114,7 @@ def inflections(word: str) -> tuple[str, ...]:
     endings = ["", "s", "es", "ed", "ing", base[-1] + "ing", base[-1] + "ed"]
     if stemmed != word:
         endings.append("e")
-    return tuple(dict.fromkeys(base + ending for ending in endings))
+    return tuple(dict.fromkeys((word, *(base + ending for ending in endings))))
 
 
 KEY_WORD_MIN = 3  # letters: shorter parts of a key are ids or codes ("C-1", "D1:3"), not words

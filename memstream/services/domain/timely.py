@@ -3,9 +3,11 @@
 Both rules act on ``final`` like the others (``yielding``) and are recorded in the result's
 ``factors``. Both work on the question's *subject*: the memories about the focus when one is in
 focus (``context.active_entities``), else those bound to the user (a request with a ``user_id``
-or a customer anchor) or to the user's entities; a request with neither has no subject, and
-neither rule applies (an ordinal or a year inside a story — "his first tournament", "in 1998 he
-moved" — is not an order of records).
+or a customer anchor) or to the user's entities. A request with neither has no subject: the
+ordinal then orders only one memory's versions (an ordinal inside a story — "his first
+tournament" — is not an order of records), and a period acts among all the results, only when
+some of them happened in it (a year inside a story — "in 1998 he moved" — matches no record's
+time, and changes nothing).
 
 - **ordinal** (``by_time``): a question asking for the latest ("last time", "most recent",
   "上次", "最近") or the earliest ("first", "最早", "第一次") orders the memories that match it
@@ -24,10 +26,17 @@ moved" — is not an order of records).
   time", however much closer an older view's text is to the question); the air purifier
   ordered yesterday is not "the last keyboard I ordered" although its record says "order";
   and a fresh record with no word of the question (a shipment for "the earbuds I looked at")
-  is not it.
+  is not it. With no subject (no user, no focus), the question is about one memory's history
+  ("the original price of the AX-310"): the versions of the most relevant memory among the
+  results are ordered by the time each became valid (the search adds each memory's first
+  version for an "earliest" question); when that memory is about an id or model the question
+  names and has no other version among them, the memories of its entity and fact type are
+  ordered instead ("the latest stock of the AX-310": stock updates published one by one).
 - **period** (``period_first``): a question that names a period ("in 2024", "last year", "in
   May", "上个月", "2025年", "1月"; ``periods.read_period``, in ``QuestionReading.period``) asks
-  what happened then. The *leaders* are the subject's memories that happened in the period
+  what happened then (with no subject, among all the results: "what did 吕海燕 return in
+  November?" names its customer in words). The *leaders* are the subject's memories that
+  happened in the period
   (``occurred_at`` within it) — those sharing a subject word (as for the ordinal) when any do.
   Every other memory of the subject yields to them when it is of a leader's fact type (another
   order, bought another year) or shares no word with the question's subject (a profile note
@@ -49,13 +58,25 @@ from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.query import ScoredResult
 from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading
 from memstream.services.domain.text import stem
-from memstream.services.domain.yielding import about_focus, described, yield_to, yielded
+from memstream.services.domain.yielding import (
+    about_focus,
+    about_named,
+    described,
+    yield_to,
+    yielded,
+)
 
 ORDINAL_SHARE = 1 / 3
 ORDINAL = "ordinal"
 PERIOD = "period"
 
 _SUBJECT_KINDS = frozenset({"exact", "fuzzy", "user_entity"})
+
+
+def in_focus(results: Sequence[ScoredResult], reading: QuestionReading) -> bool:
+    """Whether the subject is the focus: an entity in focus that some result is about."""
+    focus = tuple(a for a in reading.focus if a.type.strip().casefold() not in ("user", "customer"))
+    return bool(focus) and any(about_focus(r.candidate, focus) for r in results)
 
 
 def subject_of(
@@ -78,8 +99,61 @@ def _stems(terms: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+# Kinds of product, each with the names a question may use for it in either language: "耳机"
+# asks about the record that says "earbuds". The terms are compared as ``content_terms`` gives
+# them (Chinese as character pairs).
+_PRODUCT_KINDS = (
+    ("earbuds", "earbud", "earphones", "earphone", "headphones", "headphone", "headset", "耳机"),
+    ("phone", "smartphone", "mobile", "手机"),
+    ("laptop", "notebook", "笔记本", "电脑"),
+    ("watch", "smartwatch", "手表"),
+    ("speaker", "speakers", "音箱", "音响"),
+    ("charger", "充电器", "充电头"),
+    ("keyboard", "键盘"),
+    ("mouse", "鼠标"),
+    ("tablet", "平板"),
+    ("camera", "相机"),
+    ("monitor", "display", "显示器"),
+    ("vacuum", "吸尘器"),
+    ("kettle", "水壶"),
+    ("shoes", "sneakers", "trainers", "鞋子", "跑鞋"),
+    ("jacket", "coat", "夹克", "外套"),
+    ("backpack", "背包"),
+    ("television", "tv", "电视"),
+)  # fmt: skip
+_KIND_OF_TERM = {
+    term: index
+    for index, names in enumerate(_PRODUCT_KINDS)
+    for name in names
+    for term in (content_terms(name) or {name})
+}
+# The Chinese names of kinds of record (fact types by their parts): they name the kind, not
+# one record of it, as "order" does.
+KIND_NAMES_ZH = {
+    "order": ("订单", "下单", "购买", "买的"),
+    "purchase": ("购买", "买的"),
+    "view": ("浏览", "看过", "看的", "查看"),
+    "page": ("浏览", "页面"),
+    "browsing": ("浏览", "看过", "看的"),
+    "complaint": ("投诉",),
+    "ticket": ("工单",),
+    "return": ("退货",),
+    "refund": ("退款",),
+    "shipment": ("物流", "快递", "发货"),
+    "delivery": ("配送", "送货", "快递"),
+    "review": ("评价", "评论"),
+}
+
+
+def _product_kinds(terms: frozenset[str]) -> frozenset[int]:
+    return frozenset(_KIND_OF_TERM[t] for t in terms if t in _KIND_OF_TERM)
+
+
 def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
-    return bool(words & _stems(content_terms(described(result.candidate))))
+    said = _stems(content_terms(described(result.candidate)))
+    if words & said:
+        return True
+    return bool(_product_kinds(words) & _product_kinds(said))
 
 
 def _in_period(result: ScoredResult, reading: QuestionReading) -> bool:
@@ -95,7 +169,7 @@ def period_first(
     """The period rule of the module docstring; ``user``: the request names its user."""
     if reading.period is None or not results:
         return list(results)
-    pool = subject_of(results, reading, user)
+    pool = subject_of(results, reading, user) or list(results)
     inside = [r for r in pool if _in_period(r, reading)]
     if not inside:
         return list(results)
@@ -120,7 +194,14 @@ def _kind_words(pool: Sequence[ScoredResult]) -> frozenset[str]:
     """The words that name the kinds of record in ``pool`` (its fact types: "order",
     "page_view" → "page", "view"), stemmed: they do not tell one record of a kind from another."""
     names = {r.candidate.fact_type.casefold() for r in pool}
-    return _stems(frozenset(part for name in names for part in re.split(r"[\W_]+", name) if part))
+    parts = frozenset(part for name in names for part in re.split(r"[\W_]+", name) if part)
+    chinese = {
+        term
+        for part in parts
+        for word in KIND_NAMES_ZH.get(part, ())
+        for term in content_terms(word)
+    }
+    return _stems(parts) | frozenset(chinese)
 
 
 def by_time(
@@ -131,7 +212,7 @@ def by_time(
         return list(results)
     pool = subject_of(results, reading, user)
     if not pool:
-        return list(results)
+        return _versions_of_one(results, reading)
     words = _stems(reading.subject_terms) - _kind_words(pool)
     sharing = [r for r in pool if _shares(r, words)]
     base = sharing or pool
@@ -144,11 +225,37 @@ def by_time(
         and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
     ]
     matching = [r for r in matching if _in_period(r, reading)] or matching
+    return _chained(results, matching, reading, words)
+
+
+def _versions_of_one(
+    results: Sequence[ScoredResult], reading: QuestionReading
+) -> list[ScoredResult]:
+    """No subject: the versions of the most relevant memory, when it has several among the
+    results ("the original price of the AX-310"), ordered by the time each became valid."""
+    lead = max(results, key=lambda r: r.scores.fused)
+    versions = [r for r in results if r.candidate.memory_key == lead.candidate.memory_key]
+    if len(versions) < 2 and about_named(lead.candidate, reading):
+        c = lead.candidate  # updates published as memories of their own: same entity and fact
+        versions = [
+            r
+            for r in results
+            if (r.candidate.entity_type, r.candidate.entity_id) == (c.entity_type, c.entity_id)
+            and r.candidate.fact_type.casefold() == c.fact_type.casefold()
+        ]
+    if len(versions) < 2:
+        return list(results)
     chain = sorted(
-        matching,
-        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
+        versions,
+        key=lambda r: (r.candidate.valid_from, r.candidate.version_id),
         reverse=reading.ordinal == LATEST,
     )
+    placed = _in_order(chain)
+    return [placed.get(r.candidate.version_id, r) for r in results]
+
+
+def _in_order(chain: Sequence[ScoredResult]) -> dict[str, ScoredResult]:
+    """Each result of ``chain`` placed below every one before it (by version id)."""
     placed: dict[str, ScoredResult] = {}
     ceiling: float | None = None
     for result in chain:
@@ -156,6 +263,21 @@ def by_time(
             result = yielded(result, ceiling, ORDINAL)
         placed[result.candidate.version_id] = result
         ceiling = result.scores.final if ceiling is None else min(ceiling, result.scores.final)
+    return placed
+
+
+def _chained(
+    results: Sequence[ScoredResult],
+    matching: Sequence[ScoredResult],
+    reading: QuestionReading,
+    words: frozenset[str],
+) -> list[ScoredResult]:
+    chain = sorted(
+        matching,
+        key=lambda r: (r.candidate.occurred_at, r.candidate.version_id),
+        reverse=reading.ordinal == LATEST,
+    )
+    placed = _in_order(chain)
     out = [placed.get(r.candidate.version_id, r) for r in results]
     chosen = set(placed)
     return yield_to(

@@ -65,6 +65,28 @@ def year(y: int) -> Period | None:
     return Period(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC), str(y))
 
 
+# Parts of a year: the months each spans (first, last) and how the label names it.
+PARTS = {
+    "early": (1, 4, "early"), "beginning": (1, 4, "early"), "start": (1, 4, "early"),
+    "mid": (5, 8, "mid"), "middle": (5, 8, "mid"), "late": (9, 12, "late"),
+    "end": (10, 12, "end of"), "first half": (1, 6, "first half of"),
+    "second half": (7, 12, "second half of"), "h1": (1, 6, "first half of"),
+    "h2": (7, 12, "second half of"),
+    "年初": (1, 3, "early"), "年中": (5, 8, "mid"), "年底": (10, 12, "end of"),
+    "年末": (10, 12, "end of"), "上半年": (1, 6, "first half of"),
+    "下半年": (7, 12, "second half of"),
+}  # fmt: skip
+
+
+def part(y: int, name: str) -> Period | None:
+    """A part of year ``y`` ("early 2024": January–April; "下半年": July–December)."""
+    first_month, last_month, label = PARTS[name.casefold()]
+    first, last = month(y, first_month), month(y, last_month)
+    if first is None or last is None:
+        return None
+    return Period(first.start, last.end, f"{label} {y}")
+
+
 def season(y: int, name: str) -> Period | None:
     first, last = month(y, SEASONS[name]), month(y + (name == "winter"), SEASONS[name] % 12 + 2)
     if first is None or last is None:

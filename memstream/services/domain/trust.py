@@ -154,6 +154,36 @@ DEFAULT_STATUS_SCORES: Mapping[str, float] = MappingProxyType(
 )
 
 
+# Other spellings of the statuses above, as source systems write them (English and Chinese).
+STATUS_SPELLINGS: Mapping[str, str] = MappingProxyType(
+    {
+        "in progress": "in_progress", "in-progress": "in_progress", "inprogress": "in_progress",
+        "processing": "in_progress", "working": "in_progress", "处理中": "in_progress",
+        "进行中": "in_progress", "跟进中": "in_progress",
+        "opened": "open", "reopened": "open", "未解决": "open", "待处理": "pending",
+        "未处理": "pending", "等待中": "pending", "待回复": "pending",
+        "solved": "resolved", "fixed": "resolved", "已解决": "resolved", "已处理": "resolved",
+        "closed out": "closed", "已关闭": "closed", "complete": "completed",
+        "已完成": "completed", "已退款": "refunded", "已升级": "escalated",
+        "已撤回": "retracted", "已归档": "archived",
+    }
+)  # fmt: skip
+
+
+def status_of(status: str) -> str:
+    """A status as the tables spell it: case-folded, "In Progress" and "处理中" as in_progress;
+    an empty status is ``active``."""
+    folded = " ".join(status.strip().casefold().split()) or "active"
+    return STATUS_SPELLINGS.get(folded, folded.replace(" ", "_"))
+
+
+def kind_in(fact_type: str, kinds: frozenset[str]) -> bool:
+    """Whether a fact type is one of ``kinds``, or a compound name with one of them as a part
+    ("customer_complaint", "support_ticket")."""
+    folded = fact_type.strip().casefold()
+    return folded in kinds or any(p in kinds for p in re.split(r"[\W_]+", folded) if p)
+
+
 @dataclass(frozen=True, slots=True)
 class StateRules:
     """Escalation of open matters and the status → score table (see ``DEFAULT_STATUS_SCORES``)."""
@@ -175,14 +205,14 @@ DEFAULT_STATE_RULES = StateRules()
 
 def state_consistency(candidate: Candidate, now: datetime, rules: StateRules) -> StateVerdict:
     """The status to report for ``candidate`` at ``now`` and how usable that state is."""
-    status = candidate.status.strip().casefold() or "active"
+    status = status_of(candidate.status)
     if status == "retracted":
         return StateVerdict("retracted", rules.score_of("retracted"))
     if candidate.valid_to is not None and candidate.valid_to <= now:
         return StateVerdict("superseded", rules.score_of("superseded"))
     if (
         status in rules.open_statuses
-        and candidate.fact_type.casefold() in rules.escalating_fact_types
+        and kind_in(candidate.fact_type, rules.escalating_fact_types)
         and now - candidate.occurred_at > rules.escalate_after
     ):
         return StateVerdict("escalated", rules.score_of("escalated"))
@@ -200,13 +230,12 @@ def is_open_matter(candidate: Candidate, rules: StateRules) -> bool:
     """An unresolved complaint, ticket or return: it stays live until it is resolved. Open,
     pending, new, in progress, escalated or flagged high-risk (or plain ``active`` for the fact
     types that stay live until resolved) — never a settled or unknown status."""
-    status = candidate.status.strip().casefold() or "active"
-    fact_type = candidate.fact_type.casefold()
-    if fact_type not in rules.escalating_fact_types:
+    status = status_of(candidate.status)
+    if not kind_in(candidate.fact_type, rules.escalating_fact_types):
         return False
     if status in rules.open_statuses or status in FLAGGED_STATUSES:
         return True
-    return status == "active" and fact_type in LIVE_WHEN_ACTIVE
+    return status == "active" and kind_in(candidate.fact_type, LIVE_WHEN_ACTIVE)
 
 
 # --- cross-validation ------------------------------------------------------------------------

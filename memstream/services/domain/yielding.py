@@ -23,6 +23,12 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   matches the most (at least two). Why: "the blue
   256 GB one with USB-C" is answered by the one record that has all three; a fresher variant
   with two of them is another product, and a catalogue's variants differ in exactly these.
+  A question naming one colour or capacity is enough for a memory that states *another*
+  (and not the one asked: another variant) to yield to those stating it, at least half as
+  relevant: "is the blue one in stock?" is not answered by the black one's stock. Not a
+  memory from a source ``AUTHORITY_GAP`` more authoritative than every one matching the
+  most: "does the X1 support USB-C?" names the attribute it asks about, and a forum post
+  that repeats both words is not the answer over the official specification.
 - **focus** (``focus_first``): when the conversation's context names entities in focus
   (``context.active_entities``, an order the user is talking about), a memory about none of
   them — not anchored to one and not naming its id — never ranks above a memory about one of
@@ -34,12 +40,24 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   meant, and the fresher shipment of another order is not the answer. This binds with or
   without an anaphor.
 - **named id** (``named_first``): a question that names an id or a model ("AX-310",
-  "O-145130", "CRM-8823": ``QuestionReading.named_ids``) asks about that one: a memory about
-  none of the ids named (not anchored to one, no attribute holding one, none in its text as a
-  whole token) yields to the memories about one of them at least ``RELEVANCE_SHARE`` as
-  relevant. Why: look-alike ids ("AX-130" for "AX-310", another customer's order number one
-  digit off) share most of their characters and all of their words with the question; the id
-  is the one thing that tells them apart, and it is exact.
+  "O-145130", "CRM-8823": ``QuestionReading.named_ids``; or a model token among its attributes,
+  "AX310" beside Chinese text) asks about that one: a memory about none of the ids named (not
+  anchored to one, no attribute holding one, none in its text as a whole token, spelled with or
+  without its hyphen; nor is its entity named by its whole name: every token of an entity id
+  of two tokens or more, or with a digit — "Nexa R71 Graphite" — in the question) yields to
+  the memories about one of them at least ``RELEVANCE_SHARE`` as relevant. Why: look-alike ids
+  ("AX-130" for "AX-310", another customer's order number one digit off) share most of their
+  characters and all of their words with the question; the id is the one thing that tells
+  them apart, and it is exact.
+- **look-alike** (``lookalike_first``): in a question about no user and no focus (a catalogue
+  question), a memory about one entity whose words of the question are a strict part of those
+  of a memory of the same fact type about another entity yields to it, when that one is at
+  least ``RELEVANCE_SHARE`` as relevant. Why: two variants of a product ("… Graphite" and
+  "… Silver") share every word but the one that tells them apart; the question names that
+  word, and the fresher stock of the other variant is not the answer however much decay
+  favours it. Not with a user or a focus: there the question's subject decides, and a user's
+  fresh view of other headphones is "the headphones I looked at last time" although an old
+  view repeats more of the question's words.
 
 The rules of time a question asks (latest / earliest, a named period) are in ``timely``.
 
@@ -59,6 +77,7 @@ from memstream.services.domain.reading import QuestionReading, attributes_in
 
 RELEVANCE_SHARE = 0.5
 YIELD_SHARE = 0.9
+AUTHORITY_GAP = 0.1  # a source this much more authoritative is a rung above (``sources``)
 MIN_ATTRIBUTES = 2
 
 ATTRIBUTES = "attributes"
@@ -78,7 +97,9 @@ def yielded(result: ScoredResult, ceiling: float, name: str) -> ScoredResult:
     target = YIELD_SHARE * ceiling * (1.0 + final) / 2.0
     if final <= target:
         return result
-    return scaled(result, name, target / final if final > 0 else 0.0)
+    placed = scaled(result, name, target / final if final > 0 else 0.0)
+    # exactly the target: final × (target / final) can round above it and tie with a leader
+    return dataclasses.replace(placed, scores=dataclasses.replace(placed.scores, final=target))
 
 
 def yield_to(
@@ -147,10 +168,49 @@ def _named_values(results: Sequence[ScoredResult], text: str) -> dict[str, re.Pa
     return named
 
 
+_VARIANT_DIMENSIONS = ("colour:", "qty:")  # what tells a product's variants apart
+
+
+def _other_variant(results: Sequence[ScoredResult], asked: frozenset[str]) -> list[ScoredResult]:
+    """A memory that states another value of a dimension the question names (another colour,
+    another capacity) and not the value asked yields to those stating it."""
+    out = list(results)
+    for dimension in _VARIANT_DIMENSIONS:
+        wanted = frozenset(a for a in asked if a.startswith(dimension))
+        if wanted:
+            out = _variant_first(out, dimension, wanted)
+    return out
+
+
+def _variant_first(
+    results: list[ScoredResult], dimension: str, wanted: frozenset[str]
+) -> list[ScoredResult]:
+    stated = {
+        r.candidate.version_id: {
+            a for a in attributes_in(described(r.candidate)) if a.startswith(dimension)
+        }
+        for r in results
+    }
+    leaders = [r for r in results if stated[r.candidate.version_id] & wanted]
+    if not leaders:
+        return results
+    standing = max(r.scores.authority for r in leaders)
+
+    def leads(r: ScoredResult) -> bool:
+        return bool(stated[r.candidate.version_id] & wanted)
+
+    def yields(r: ScoredResult) -> bool:
+        said = stated[r.candidate.version_id]
+        return bool(said) and not said & wanted and r.scores.authority < standing + AUTHORITY_GAP
+
+    return yield_to(results, ATTRIBUTES, leads=leads, yields=yields)
+
+
 def attributes_first(
     results: Sequence[ScoredResult], reading: QuestionReading
 ) -> list[ScoredResult]:
     """The attributes rule of the module docstring."""
+    results = _other_variant(results, reading.attributes)
     values = _named_values(results, reading.text)
     if len(reading.attributes) + len(values) < MIN_ATTRIBUTES:
         return list(results)
@@ -164,11 +224,14 @@ def attributes_first(
     most = max(matched.values(), default=0)
     if most < MIN_ATTRIBUTES:
         return list(results)
+    standing = max(r.scores.authority for r in results if matched[r.candidate.version_id] == most)
     return yield_to(
         results,
         ATTRIBUTES,
         leads=lambda r: matched[r.candidate.version_id] == most,
-        yields=lambda r: matched[r.candidate.version_id] < most,
+        yields=lambda r: (
+            matched[r.candidate.version_id] < most and r.scores.authority < standing + AUTHORITY_GAP
+        ),
     )
 
 
@@ -237,12 +300,44 @@ def focus_first(results: Sequence[ScoredResult], reading: QuestionReading) -> li
     )
 
 
+def _models(candidate: Candidate) -> frozenset[str]:
+    return frozenset(a[6:] for a in attributes_in(described(candidate)) if a.startswith("model:"))
+
+
+_NAME_TOKEN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff]+")
+
+
+def entity_named(candidate: Candidate, text: str) -> bool:
+    """Whether the question names the memory's entity by its whole name: every token of its
+    entity id ("Nexa R71 Graphite") is in the question (as a whole word; Chinese as a part),
+    for a name of two tokens or more or with a digit — a single word ("kettle") is no name."""
+    tokens = _NAME_TOKEN.findall(candidate.entity_id)
+    if not tokens or (len(tokens) < 2 and not any(ch.isdigit() for ch in candidate.entity_id)):
+        return False
+    for token in tokens:
+        if re.search(r"[\u3400-\u9fff]", token):
+            if token not in text:
+                return False
+        elif not re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text, re.I):
+            return False
+    return True
+
+
+def about_named(candidate: Candidate, reading: QuestionReading) -> bool:
+    """Whether a memory is about an id, model or entity the question names (the named-id
+    rule)."""
+    named = tuple(Anchor("", term) for term in reading.named_ids)
+    models = frozenset(a[6:] for a in reading.attributes if a.startswith("model:"))
+    return (
+        about_focus(candidate, named)
+        or bool(models and models & _models(candidate))
+        or entity_named(candidate, reading.text)
+    )
+
+
 def named_first(results: Sequence[ScoredResult], reading: QuestionReading) -> list[ScoredResult]:
     """The named-id rule of the module docstring."""
-    named = tuple(Anchor("", term) for term in reading.named_ids)
-    if not named:
-        return list(results)
-    about = {r.candidate.version_id for r in results if about_focus(r.candidate, named)}
+    about = {r.candidate.version_id for r in results if about_named(r.candidate, reading)}
     if not about:
         return list(results)
     return yield_to(
@@ -251,3 +346,32 @@ def named_first(results: Sequence[ScoredResult], reading: QuestionReading) -> li
         leads=lambda r: r.candidate.version_id in about,
         yields=lambda r: r.candidate.version_id not in about,
     )
+
+
+LOOKALIKE = "look-alike"
+
+
+def lookalike_first(
+    results: Sequence[ScoredResult], reading: QuestionReading, subject: bool
+) -> list[ScoredResult]:
+    """The look-alike rule of the module docstring; ``subject``: the request has a user or a
+    focus (then the rule does not apply)."""
+    if subject or len(results) < 2:
+        return list(results)
+    asked = content_terms(reading.text)
+    said = {r.candidate.version_id: asked & content_terms(described(r.candidate)) for r in results}
+    out: list[ScoredResult] = []
+    for result in results:
+        c = result.candidate
+        mine = said[c.version_id]
+        finals = [
+            other.scores.final
+            for other in results
+            if other.candidate.fact_type.casefold() == c.fact_type.casefold()
+            and (other.candidate.entity_type, other.candidate.entity_id)
+            != (c.entity_type, c.entity_id)
+            and mine < said[other.candidate.version_id]
+            and other.scores.fused >= RELEVANCE_SHARE * result.scores.fused
+        ]
+        out.append(yielded(result, min(finals), LOOKALIKE) if finals else result)
+    return out

@@ -41,7 +41,7 @@ from memstream.services.domain.query import (
     validate_request,
 )
 from memstream.services.domain.ranking import DEFAULT_RULES, RankingRules, score_candidates
-from memstream.services.domain.reading import QuestionReading, read_question
+from memstream.services.domain.reading import EARLIEST, QuestionReading, read_question
 from memstream.services.domain.trust import DEFAULT_PROFILE, TrustProfile, entity_binding
 from memstream.services.ports import (
     Cache,
@@ -150,6 +150,9 @@ def in_period(request: RetrievalRequest, now: datetime) -> tuple[RetrievalReques
     if moment is None:
         return request, note
     return dataclasses.replace(request, period_moment=moment), note
+
+
+_FIRST_VERSION_KEYS = 20  # memories whose first version an "earliest" question fetches
 
 
 def _search_filter(request: RetrievalRequest, anchors: tuple[str, ...] = ()) -> VectorFilter:
@@ -443,6 +446,44 @@ class Retriever:
             chosen.append(then)
         return chosen
 
+    async def _first_versions(
+        self,
+        request: RetrievalRequest,
+        found: list[MemoryVersion],
+        vector_scores: dict[str, float],
+        keyword_scores: dict[str, float],
+    ) -> list[MemoryVersion]:
+        """For a question asking for the earliest ("the original price", "第一次的价格"), the
+        first version of each memory found (as its ``valid_from`` orders them; retracted ones
+        are dropped later), with its memory's best search scores: the searches find current
+        versions, and the first one is what the question asks about. Ranking
+        (``timely.by_time``) orders a memory's versions by time."""
+        keys = list(dict.fromkeys(v.memory_key for v in found))[:_FIRST_VERSION_KEYS]
+        have = {v.version_id for v in found}
+        best: dict[str, tuple[float | None, float | None]] = {}
+        for v in found:
+            vec, kw = best.get(v.memory_key, (None, None))
+            vs, ks = vector_scores.get(v.version_id), keyword_scores.get(v.version_id)
+            best[v.memory_key] = (
+                vs if vec is None else (vec if vs is None else max(vec, vs)),
+                ks if kw is None else (kw if ks is None else max(kw, ks)),
+            )
+        chains: dict[str, list[MemoryVersion]] = {}
+        for v in await self._queries.chains(request.tenant_id, keys):
+            chains.setdefault(v.memory_key, []).append(v)
+        added: list[MemoryVersion] = []
+        for key, chain in chains.items():
+            first = min(chain, key=lambda v: (v.valid_from, v.version))
+            if first.version_id in have:
+                continue
+            vec, kw = best.get(key, (None, None))
+            if vec is not None:
+                vector_scores[first.version_id] = vec
+            if kw is not None:
+                keyword_scores[first.version_id] = kw
+            added.append(first)
+        return added
+
     async def _complete(
         self,
         request: RetrievalRequest,
@@ -506,6 +547,8 @@ class Retriever:
         )
         if (request.known_at or request.period_moment) is not None and versions:
             versions = await self._as_known(request, versions, vector_scores, keyword_scores)
+        elif reading.ordinal == EARLIEST and request.as_of is None and versions:
+            versions += await self._first_versions(request, versions, vector_scores, keyword_scores)
         timer.lap("fetch")
         candidates = [
             Candidate.from_version(

@@ -108,7 +108,7 @@ class SilentSink:
     """A ChangeSink that announces nothing: an embedded run with no broker, or a rebuild (it
     changes derived state, no memory). Postgres keeps everything."""
 
-    async def versioned(self, recorded: Recorded) -> None:
+    async def announce(self, recorded: Sequence[Recorded]) -> None:
         return None
 
     async def dead_lettered(self, letter: DeadLetter) -> None:
