@@ -93,7 +93,7 @@ def start_worker(settings: Settings) -> subprocess.Popen[str]:
         text=True,
     )
     assert worker.stdout is not None
-    tail: deque[str] = deque(maxlen=200)
+    tail: deque[str] = deque(maxlen=400)
     _TAILS[worker.pid] = tail
     for line in worker.stdout:
         tail.append(line)
@@ -125,9 +125,12 @@ def stop_worker(worker: subprocess.Popen[Any], timeout: float = 60.0) -> int:
         try:
             return worker.wait(timeout)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):  # every thread's stack (ops.up.worker)
-                worker.send_signal(signal.SIGUSR1)
-            time.sleep(2.0)
+            # Where it is stuck (ops.up.worker): every asyncio task (if the loop still runs),
+            # then every thread, even with the loop blocked.
+            for sig in (signal.SIGUSR1, signal.SIGQUIT):
+                with contextlib.suppress(OSError):
+                    worker.send_signal(sig)
+                time.sleep(1.5)
             sys.stderr.write(
                 f"the worker did not stop within {timeout:.0f} s of SIGTERM; killed it. "
                 f"Its last lines:\n{worker_tail(worker)[-12000:]}\n"

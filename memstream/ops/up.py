@@ -255,9 +255,10 @@ def up(settings: Settings, drain_timeout: float = DRAIN_TIMEOUT) -> int:
 
 
 def worker(settings: Settings) -> int:
-    # An operator (or a bench that gives up on a stop) gets every thread's stack on SIGUSR1:
-    # a worker that neither answers nor stops says where it is stuck.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # A worker that neither answers nor stops says where it is stuck: SIGQUIT prints every
+    # thread's stack (even with the event loop blocked), SIGUSR1 every asyncio task's
+    # (``streams.app.Worker``). Faust's worker takes SIGUSR1 (and SIGUSR2: a debugger), not QUIT.
+    faulthandler.register(signal.SIGQUIT, all_threads=True)
     started = time.monotonic()
     resolved = resolve_settings(settings)
     _check_web_port(resolved)

@@ -13,7 +13,8 @@ import math
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TextIO
 
 import faust
 from mode import Service
@@ -202,6 +203,11 @@ class Worker(faust.Worker):
                 log.exception("closing %r failed", reader)
         await super().on_stop()
 
+    def _on_sigusr1(self) -> None:
+        # Faust's own dump prints every frame's locals (thousands of lines); this one line per
+        # task: where each waits, innermost first (threads: SIGQUIT, ops.up.worker).
+        print_tasks(sys.stderr)
+
     def _schedule_shutdown(self, sig: signal.Signals) -> None:
         if self._signal_stop_time and self.steps is not None:
             self.steps.hurry()  # a second Ctrl-C: cut the steps short
@@ -214,6 +220,28 @@ class Worker(faust.Worker):
             except Exception:  # stopping goes on; what was left is in the log
                 log.exception("the steps before stopping failed")
         await super()._stop_on_signal(sig)
+
+
+def _first_attr(obj: Any, names: tuple[str, ...]) -> Any:
+    return next((v for n in names if (v := getattr(obj, n, None)) is not None), None)
+
+
+def print_tasks(out: TextIO) -> None:
+    """Every pending asyncio task of the running loop, one line each: its name and the
+    innermost frames of the chain of coroutines it awaits."""
+    tasks = [t for t in asyncio.all_tasks() if not t.done()]
+    out.write(f"--- {len(tasks)} asyncio tasks ---\n")
+    for task in tasks:
+        where: list[str] = []
+        coro: Any = task.get_coro()
+        while coro is not None:
+            frame = _first_attr(coro, ("cr_frame", "gi_frame", "ag_frame"))
+            if frame is not None:
+                name = Path(frame.f_code.co_filename).name
+                where.append(f"{name}:{frame.f_lineno} {frame.f_code.co_name}")
+            coro = _first_attr(coro, ("cr_await", "gi_yieldfrom", "ag_await"))
+        out.write(f"{task.get_name()}: {' <- '.join(reversed(where[-4:])) or repr(task)}\n")
+    out.flush()
 
 
 def create_worker(

@@ -36,7 +36,7 @@ def test_locomo_served_through_kafka_matches_in_process(tmp_path: Path) -> None:
     args = ["bench", "quality", "--suites", "locomo", "--locomo-conversations", "1"]
     args += ["--locomo-questions", "20", "--via-kafka", "--out", str(tmp_path)]
     result = run_cli(args, env, timeout=600)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-12000:]
 
     [folder] = list(tmp_path.glob("quality-*"))
     report = (folder / "report.md").read_text(encoding="utf-8")
