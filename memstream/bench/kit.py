@@ -117,20 +117,38 @@ def worker_tail(worker: subprocess.Popen[Any]) -> str:
     return "".join(_TAILS.get(worker.pid, ()))
 
 
-def stop_worker(worker: subprocess.Popen[Any], timeout: float = 60.0) -> int:
+def dump_worker(worker: subprocess.Popen[Any]) -> None:
+    """Ask a running worker where it is (ops.up.worker): every asyncio task (if its loop still
+    runs), then every thread's stack, even with the loop blocked. The lines land in its output
+    (``worker_tail``)."""
+    if worker.poll() is not None:
+        return
+    for sig in (signal.SIGUSR1, signal.SIGQUIT):
+        with contextlib.suppress(OSError):
+            worker.send_signal(sig)
+        time.sleep(1.5)
+
+
+def stop_worker(
+    worker: subprocess.Popen[Any], timeout: float = 60.0, *, failed: BaseException | None = None
+) -> int:
     """SIGTERM, wait up to ``timeout``, then SIGKILL: a bench never leaves a worker behind and
-    never hides the error that stopped it behind a second one. Returns the exit code."""
+    never hides the error that stopped it behind a second one. Returns the exit code.
+
+    ``failed``: the error that ends the bench while the worker still runs; the worker's state
+    (``dump_worker``) and its last lines are printed first, as they were when it failed."""
+    if failed is not None and worker.poll() is None:
+        dump_worker(worker)
+        sys.stderr.write(
+            f"the bench failed ({type(failed).__name__}) while the worker ran; its state and "
+            f"last lines:\n{worker_tail(worker)[-12000:]}\n"
+        )
     if worker.poll() is None:
         worker.terminate()
         try:
             return worker.wait(timeout)
         except subprocess.TimeoutExpired:
-            # Where it is stuck (ops.up.worker): every asyncio task (if the loop still runs),
-            # then every thread, even with the loop blocked.
-            for sig in (signal.SIGUSR1, signal.SIGQUIT):
-                with contextlib.suppress(OSError):
-                    worker.send_signal(sig)
-                time.sleep(1.5)
+            dump_worker(worker)  # where it is stuck
             sys.stderr.write(
                 f"the worker did not stop within {timeout:.0f} s of SIGTERM; killed it. "
                 f"Its last lines:\n{worker_tail(worker)[-12000:]}\n"

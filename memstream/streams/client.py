@@ -366,7 +366,10 @@ class MemoryClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
 
+        sent = False
+
         async def deliver() -> dict[str, Any]:
+            nonlocal sent
             if replies != self._topics.replies:
                 async with self._following:
                     await self._follow(replies)
@@ -377,6 +380,7 @@ class MemoryClient:
                 key=request_id.encode(),  # the random id: the tenant is not written in clear
                 headers=headers,
             )
+            sent = True
             return await asyncio.shield(future)
 
         try:
@@ -384,7 +388,7 @@ class MemoryClient:
         except TimeoutError:
             if replies != self._topics.replies:  # the next request takes the configured
                 self._rotation_ms = None  # topics (always served) until a reply says again
-            raise RetrievalTimeout(request_id, seconds) from None
+            raise RetrievalTimeout(request_id, seconds, sent=sent) from None
         except KafkaError as exc:
             raise BrokerUnavailable(
                 f"request {request_id} could not be sent to {self._bootstrap} after "

@@ -11,12 +11,23 @@ class MemoryClientError(Exception):
 
 
 class RetrievalTimeout(MemoryClientError):
-    def __init__(self, request_id: str, seconds: float) -> None:
-        super().__init__(
-            f"no reply to request {request_id} within {seconds:.1f}s: is a memstream worker "
-            "running and consuming the requests topic?"
-        )
+    """No reply within the timeout. ``sent``: whether the broker had acknowledged the request
+    (else it never left this client: the broker, not the worker, is what to look at)."""
+
+    def __init__(self, request_id: str, seconds: float, *, sent: bool = True) -> None:
+        if sent:
+            text = (
+                f"no reply to request {request_id} within {seconds:.1f}s: is a memstream worker "
+                "running and consuming the requests topic?"
+            )
+        else:
+            text = (
+                f"request {request_id} was not acknowledged by the broker within {seconds:.1f}s "
+                "(never sent): is the broker overloaded or stuck?"
+            )
+        super().__init__(text)
         self.request_id = request_id
+        self.sent = sent
 
 
 class BrokerUnavailable(MemoryClientError):

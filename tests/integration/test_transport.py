@@ -54,8 +54,9 @@ async def test_the_client_polls_fast_only_while_a_request_awaits_its_reply(broke
         asking = asyncio.ensure_future(client.retrieve("where is my order?", "acme"))
         await asyncio.sleep(0.2)
         assert fetcher._fetch_max_wait_ms == PENDING_FETCH_WAIT_MS
-        with pytest.raises(RetrievalTimeout):
+        with pytest.raises(RetrievalTimeout) as caught:
             await asking
+        assert caught.value.sent  # the broker took it; no worker answered
         assert fetcher._fetch_max_wait_ms == IDLE_FETCH_WAIT_MS
 
 

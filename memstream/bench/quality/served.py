@@ -163,7 +163,10 @@ def run_served(
                 )
                 errors += failed
                 seconds[f"served: questions ({name})"] = time.perf_counter() - clock
-        finally:
+        except BaseException as exc:
+            stop_worker(worker, failed=exc)
+            raise
+        else:
             stop_worker(worker)
     finally:
         stack.stop()
