@@ -205,8 +205,13 @@ class Worker(faust.Worker):
 
     def _on_sigusr1(self) -> None:
         # Faust's own dump prints every frame's locals (thousands of lines); this one line per
-        # task: where each waits, innermost first (threads: SIGQUIT, ops.up.worker).
+        # task: where each waits, innermost first (threads: SIGQUIT, ops.up.worker), then what
+        # the producer holds unsent and what each reader reads.
         print_tasks(sys.stderr)
+        try:
+            print_transport(self.app, self.readers, sys.stderr)
+        except Exception as exc:  # a diagnostic never stops the worker
+            sys.stderr.write(f"(transport state unavailable: {exc!r})\n")
 
     def _schedule_shutdown(self, sig: signal.Signals) -> None:
         if self._signal_stop_time and self.steps is not None:
@@ -241,6 +246,24 @@ def print_tasks(out: TextIO) -> None:
                 where.append(f"{name}:{frame.f_lineno} {frame.f_code.co_name}")
             coro = _first_attr(coro, ("cr_await", "gi_yieldfrom", "ag_await"))
         out.write(f"{task.get_name()}: {' <- '.join(reversed(where[-4:])) or repr(task)}\n")
+    out.flush()
+
+
+def print_transport(app: Any, readers: tuple[Any, ...], out: TextIO) -> None:
+    """The Faust producer's unsent batches per partition and whether it awaits metadata; each
+    reader's own ``describe()``."""
+    producer = getattr(getattr(app, "producer", None), "_producer", None)
+    if producer is not None:
+        batches = getattr(getattr(producer, "_message_accumulator", None), "_batches", {})
+        unsent = {f"{tp.topic}/{tp.partition}": len(q) for tp, q in batches.items() if q}
+        client = producer.client
+        waiting = client._md_update_fut is not None and not client._md_update_fut.done()
+        out.write(f"producer: unsent batches {unsent or 'none'}; metadata update pending: ")
+        out.write(f"{waiting}; topics known {len(client.cluster.topics())}\n")
+    for reader in readers:
+        describe = getattr(reader, "describe", None)
+        if describe is not None:
+            out.write(f"{describe()}\n")
     out.flush()
 
 

@@ -388,7 +388,7 @@ class MemoryClient:
         except TimeoutError:
             if replies != self._topics.replies:  # the next request takes the configured
                 self._rotation_ms = None  # topics (always served) until a reply says again
-            raise RetrievalTimeout(request_id, seconds, sent=sent) from None
+            raise RetrievalTimeout(request_id, seconds, sent=sent, topic=requests) from None
         except KafkaError as exc:
             raise BrokerUnavailable(
                 f"request {request_id} could not be sent to {self._bootstrap} after "

@@ -14,11 +14,14 @@ class RetrievalTimeout(MemoryClientError):
     """No reply within the timeout. ``sent``: whether the broker had acknowledged the request
     (else it never left this client: the broker, not the worker, is what to look at)."""
 
-    def __init__(self, request_id: str, seconds: float, *, sent: bool = True) -> None:
+    def __init__(
+        self, request_id: str, seconds: float, *, sent: bool = True, topic: str | None = None
+    ) -> None:
         if sent:
+            where = f" (sent to {topic})" if topic else ""
             text = (
-                f"no reply to request {request_id} within {seconds:.1f}s: is a memstream worker "
-                "running and consuming the requests topic?"
+                f"no reply to request {request_id}{where} within {seconds:.1f}s: is a memstream "
+                "worker running and consuming the requests topic?"
             )
         else:
             text = (

@@ -81,6 +81,7 @@ class GenerationReader:
         self._closed = asyncio.Event()  # run() has answered, committed and stopped
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._consumer: AIOKafkaConsumer | None = None  # while run() reads (describe())
         self.pace = FetchPace(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
         self._stalls = StallWatch()
         self.live = False  # the current and next generations exist: clients may be told
@@ -158,6 +159,21 @@ class GenerationReader:
         except TimeoutError:  # a handler stuck in the hand-over: stopping goes on
             log.warning("the request generations' reader did not stop in time")
 
+    def describe(self) -> str:
+        """One line for an operator (a worker's SIGUSR1): what this reader owns and reads,
+        how far it has handed requests over and what the broker holds."""
+        parts = []
+        for tp in sorted(self._assigned):
+            high = self._consumer.highwater(tp) if self._consumer is not None else None
+            inflight = len(self._inflight.get(tp, ()))
+            parts.append(f"{tp.topic}/{tp.partition} next {self._next.get(tp)} high {high}"
+                         f" inflight {inflight}")  # fmt: skip
+        return (
+            f"generations reader: live {self.live}, closing {self._closing}, owned "
+            f"{sorted(self._owned)}, existing {sorted(self._existing)}, handled {self.handled}; "
+            + ("; ".join(parts) or "nothing assigned")
+        )
+
     # --- the loop -------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -184,6 +200,7 @@ class GenerationReader:
         )
         await admin.start()
         await consumer.start()
+        self._consumer = consumer
         self.pace.attach(consumer)
         upkeep: asyncio.Task[None] | None = None
         try:
