@@ -49,6 +49,7 @@ class Topics:
 # events/s published, ~100/s ingested): 2,800 requests answered in the first minute, 112 in
 # the second (queue time up to 22.6 s), none in the three after.
 MAX_POLL_RECORDS = 256
+PRODUCER_REQUEST_TIMEOUT_S = 30.0  # create_app says why
 PRESSURE_HIGH_RATIO = 1.25  # mode's FlowControlQueue.pressure_high_ratio
 
 
@@ -99,6 +100,13 @@ def create_app(settings: Settings) -> faust.App:
         web_in_thread=False,
         autodiscover=False,
         producer_acks=-1,
+        # Faust's default (1,200 s) is also how long one unanswered request holds the producer:
+        # aiokafka keeps one produce request in flight per broker, and a metadata request that
+        # never returns holds every batch whose leader it waits for. Seen on the embedded broker
+        # under load: replies and change messages stuck behind one such request for minutes
+        # (the client timed out; the worker could not stop, its flush waiting on it). At 30 s
+        # the request is given up, its connection dropped and the batch retried.
+        producer_request_timeout=PRODUCER_REQUEST_TIMEOUT_S,
         broker_max_poll_records=MAX_POLL_RECORDS,
         stream_buffer_maxsize=stream_buffer_size(largest),
     )
