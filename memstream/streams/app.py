@@ -266,8 +266,10 @@ def print_transport(app: Any, readers: tuple[Any, ...], out: TextIO) -> None:
         unsent = {f"{tp.topic}/{tp.partition}": len(q) for tp, q in batches.items() if q}
         client = producer.client
         waiting = client._md_update_fut is not None and not client._md_update_fut.done()
+        known = sorted(client.cluster.topics())
+        wanted = sorted(set(getattr(client, "_topics", ())) - set(known))
         out.write(f"producer: unsent batches {unsent or 'none'}; metadata update pending: ")
-        out.write(f"{waiting}; topics known {len(client.cluster.topics())}\n")
+        out.write(f"{waiting}; topics known {known}; wanted, unknown {wanted}\n")
     for reader in readers:
         describe = getattr(reader, "describe", None)
         if describe is not None:

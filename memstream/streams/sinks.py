@@ -9,6 +9,7 @@ raised into the ingest loop.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -76,6 +77,11 @@ class FaustChangeSink:
             )
 
 
+def _undelivered(delivery: asyncio.Future[Any], where: str) -> None:
+    if not delivery.cancelled() and delivery.exception() is not None:
+        log.warning("a reply to %s was not delivered: %r", where, delivery.exception())
+
+
 class FaustReplySink:
     """Sends replies with the worker's producer to the address the client gave."""
 
@@ -85,10 +91,14 @@ class FaustReplySink:
 
     async def reply(self, reply: OutboundReply) -> None:
         # send() returns a future of the delivery; replies are fire-and-forget on purpose:
-        # a client that misses one times out with a clear error.
-        await self._app.producer.send(
+        # a client that misses one times out with a clear error. A reply the producer could
+        # not deliver is logged (the client's timeout alone would not say the worker answered).
+        delivery = await self._app.producer.send(
             reply.topic, reply.key, reply.value, reply.partition, None, list(reply.headers)
         )
+        if isinstance(delivery, asyncio.Future):
+            where = f"{reply.topic}/{reply.partition}"
+            delivery.add_done_callback(lambda done: _undelivered(done, where))
 
     async def dead_letter_request(self, letter: DeadLetter) -> None:
         try:
