@@ -19,7 +19,7 @@ import faust
 
 from memstream.services.handlers.ingest import Envelope, epoch_moment
 from memstream.services.ports import Position
-from memstream.streams import transport
+from memstream.streams import tracked, transport
 from memstream.streams.generations import GenerationReader
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,10 @@ def _generations(app: faust.App, runtime: Any) -> GenerationReader | None:
             published_ms=float(message.timestamp) if message.timestamp else None,
         )
 
-    reader = GenerationReader(settings, handle, QUERY_CONCURRENCY)
+    def deleted(topics: list[str]) -> None:  # a refresh naming them would create them again
+        tracked.forget(tracked.producer_client(app), topics)
+
+    reader = GenerationReader(settings, handle, QUERY_CONCURRENCY, on_deleted=deleted)
 
     @app.task  # type: ignore[untyped-decorator]
     async def generations() -> None:

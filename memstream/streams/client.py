@@ -37,6 +37,7 @@ from memstream.schemas import codec, envelope
 from memstream.services.domain import generations as gens
 from memstream.services.kafka_security import KafkaSecurity, resolve
 from memstream.services.settings import Topics
+from memstream.streams import tracked
 from memstream.streams.errors import BrokerUnavailable as BrokerUnavailable
 from memstream.streams.errors import ClientStopped as ClientStopped
 from memstream.streams.errors import MemoryClientError as MemoryClientError
@@ -154,6 +155,8 @@ class MemoryClient:
         if not self._rotation_ms:
             return self._topics.requests, self._topics.replies
         gen = gens.generation(int(time.time() * 1000), self._rotation_ms)
+        if self._producer is not None:  # past generations: a refresh must not recreate them
+            tracked.forget_generations_before(self._producer.client, self._topics.requests, gen - 1)
         return gens.named(self._topics.requests, gen), gens.named(self._topics.replies, gen)
 
     async def _follow(self, replies: str) -> None:
@@ -374,6 +377,7 @@ class MemoryClient:
                 async with self._following:
                     await self._follow(replies)
             self._awaiting[request_id] = replies
+            tracked.track(producer.client, requests)  # streams.tracked: kept known while queued
             await producer.send_and_wait(
                 requests,
                 value=value,

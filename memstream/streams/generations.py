@@ -60,6 +60,7 @@ class GenerationReader:
         handle: Callable[[Any], Awaitable[None]],
         concurrency: int,
         clock_ms: Callable[[], int] = _now_ms,
+        on_deleted: Callable[[list[str]], None] | None = None,
     ) -> None:
         assert settings.broker is not None and settings.rotate_ms > 0
         self.settings = settings
@@ -68,6 +69,7 @@ class GenerationReader:
         self._handle = handle
         self._slots = asyncio.Semaphore(concurrency)
         self._clock_ms = clock_ms
+        self._on_deleted = on_deleted  # told the topics it deleted (streams.tracked.forget)
         self._grace_ms = settings.rotate_grace_ms
         self._owned: set[int] = set()
         self._assigned: set[TopicPartition] = set()
@@ -392,6 +394,8 @@ class GenerationReader:
         if old:
             await admin.delete_topics(old)
             self.deleted.extend(old)
+            if self._on_deleted is not None:
+                self._on_deleted(old)
             log.info("deleted expired generations %s", sorted(old))
             listed -= set(old)
         self._existing = {n for n in listed if gens.parse(t.requests, n) is not None}

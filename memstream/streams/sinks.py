@@ -20,6 +20,7 @@ from memstream.schemas.codec import encode
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
 from memstream.services.ports import DeadLetter, OutboundReply, Recorded
+from memstream.streams import tracked
 from memstream.streams.records import (
     dead_letter_record,
     message_key,
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 def dead_letter_bytes(letter: DeadLetter) -> bytes:
     """A dead letter as the Avro ``memstream.DeadLetter`` record (original bytes unchanged)."""
     return encode("DeadLetter", dead_letter_record(letter, datetime.now(UTC)))
+
+
+def _named(topic: Any) -> None:
+    """Name a Faust topic to its app's producer before writing to it (``streams.tracked``)."""
+    tracked.track(tracked.producer_client(topic.app), topic.get_topic_name())
 
 
 class FaustChangeSink:
@@ -51,6 +57,7 @@ class FaustChangeSink:
                 chunk = records[start : start + MAX_CHANGES]
                 try:
                     value, schema = encode_changes(tenant_id, chunk)
+                    _named(self._changes)
                     await self._changes.send(
                         key=tenant_id.encode(), value=value, headers=[(CHANGES_HEADER, schema)]
                     )
@@ -64,12 +71,14 @@ class FaustChangeSink:
         record = score_record(version, scores, at)
         key = message_key(version.tenant_id, version.memory_key)
         try:
+            _named(self._scores)
             await self._scores.send(key=key, value=encode("ScoreChanged", record))
         except Exception as exc:
             log.warning("could not announce scores of %s: %s", version.version_id, exc)
 
     async def dead_lettered(self, letter: DeadLetter) -> None:
         try:
+            _named(self._dlq)
             await self._dlq.send(key=letter.original_key, value=dead_letter_bytes(letter))
         except Exception as exc:
             log.warning(
@@ -93,6 +102,7 @@ class FaustReplySink:
         # send() returns a future of the delivery; replies are fire-and-forget on purpose:
         # a client that misses one times out with a clear error. A reply the producer could
         # not deliver is logged (the client's timeout alone would not say the worker answered).
+        tracked.track(tracked.producer_client(self._app), reply.topic)
         delivery = await self._app.producer.send(
             reply.topic, reply.key, reply.value, reply.partition, None, list(reply.headers)
         )
@@ -102,6 +112,7 @@ class FaustReplySink:
 
     async def dead_letter_request(self, letter: DeadLetter) -> None:
         try:
+            _named(self._dlq)
             await self._dlq.send(key=letter.original_key, value=dead_letter_bytes(letter))
         except Exception as exc:
             log.warning("could not send request %s to the requests DLQ: %s", letter.position, exc)
