@@ -11,10 +11,10 @@ to the service's public key with a fresh X25519 key; the reply must open with th
 session key, so a reply forged by anyone who reads the topics is rejected and counted
 (``forged_replies``). See ``memstream.schemas.envelope``.
 
-Failure contract: every error a caller sees is a ``MemoryClientError`` (the broker's are wrapped
-in ``BrokerUnavailable``); the timeout bounds the whole call, sending included; ``stop()``
-fails pending calls with ``ClientStopped``. After a broker restart the client carries on: the
-producer reconnects by itself, and the reply reader resumes at the end of its partition.
+Failure contract: every error a caller sees is a ``MemoryClientError`` (the broker's wrapped in
+``BrokerUnavailable``); the timeout bounds the whole call, sending included; ``stop()`` fails
+pending calls with ``ClientStopped``. After a broker restart the producer reconnects by itself
+and the reply reader resumes at the end of its partition.
 """
 
 from __future__ import annotations
@@ -155,8 +155,6 @@ class MemoryClient:
         if not self._rotation_ms:
             return self._topics.requests, self._topics.replies
         gen = gens.generation(int(time.time() * 1000), self._rotation_ms)
-        if self._producer is not None:  # past generations: a refresh must not recreate them
-            tracked.forget_generations_before(self._producer.client, self._topics.requests, gen - 1)
         return gens.named(self._topics.requests, gen), gens.named(self._topics.replies, gen)
 
     async def _follow(self, replies: str) -> None:
@@ -182,8 +180,7 @@ class MemoryClient:
             await consumer.position(wanted)
 
     async def stop(self) -> None:
-        """Stop reading and sending; every call still awaiting its reply fails with
-        ``ClientStopped``."""
+        """Stop reading and sending; calls still awaiting a reply fail with ``ClientStopped``."""
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -199,9 +196,8 @@ class MemoryClient:
         await self._close_drivers()
 
     async def _close_drivers(self) -> None:
-        producer, consumer, self._producer, self._consumer = (
-            self._producer, self._consumer, None, None
-        )  # fmt: skip
+        producer, consumer = self._producer, self._consumer
+        self._producer = self._consumer = None
         for driver in (producer, consumer):
             if driver is not None:
                 with contextlib.suppress(KafkaError, OSError):
@@ -369,22 +365,21 @@ class MemoryClient:
         loop = asyncio.get_running_loop()
         started = loop.time()
 
-        sent = False
+        ack = asyncio.Event()  # the broker took it (the timeout says)
 
         async def deliver() -> dict[str, Any]:
-            nonlocal sent
             if replies != self._topics.replies:
                 async with self._following:
                     await self._follow(replies)
             self._awaiting[request_id] = replies
-            tracked.track(producer.client, requests)  # streams.tracked: kept known while queued
+            tracked.track(producer.client, requests, base=self._topics.requests)
             await producer.send_and_wait(
                 requests,
                 value=value,
                 key=request_id.encode(),  # the random id: the tenant is not written in clear
                 headers=headers,
             )
-            sent = True
+            ack.set()
             return await asyncio.shield(future)
 
         try:
@@ -392,7 +387,7 @@ class MemoryClient:
         except TimeoutError:
             if replies != self._topics.replies:  # the next request takes the configured
                 self._rotation_ms = None  # topics (always served) until a reply says again
-            raise RetrievalTimeout(request_id, seconds, sent=sent, topic=requests) from None
+            raise RetrievalTimeout(request_id, seconds, sent=ack.is_set(), topic=requests) from None
         except KafkaError as exc:
             raise BrokerUnavailable(
                 f"request {request_id} could not be sent to {self._bootstrap} after "

@@ -163,13 +163,12 @@ class GenerationReader:
 
     def describe(self) -> str:
         """One line for an operator (a worker's SIGUSR1): what this reader owns and reads,
-        how far it has handed requests over and what the broker holds."""
+        how far it has handed requests over, what the broker holds and how many are in flight."""
         parts = []
         for tp in sorted(self._assigned):
             high = self._consumer.highwater(tp) if self._consumer is not None else None
-            inflight = len(self._inflight.get(tp, ()))
-            parts.append(f"{tp.topic}/{tp.partition} next {self._next.get(tp)} high {high}"
-                         f" inflight {inflight}")  # fmt: skip
+            held = len(self._inflight.get(tp, ()))
+            parts.append(f"{tp.topic}/{tp.partition} next {self._next.get(tp)} high {high} {held}")
         return (
             f"generations reader: live {self.live}, closing {self._closing}, owned "
             f"{sorted(self._owned)}, existing {sorted(self._existing)}, handled {self.handled}; "

@@ -29,11 +29,15 @@ def producer_client(app: Any) -> Any | None:
     return getattr(producer, "client", None)
 
 
-def track(client: Any | None, topic: str) -> None:
-    """Name ``topic`` to ``client`` (an ``AIOKafkaClient``) before a batch is queued for it."""
+def track(client: Any | None, topic: str, *, base: str | None = None) -> None:
+    """Name ``topic`` to ``client`` (an ``AIOKafkaClient``) before a batch is queued for it.
+    With ``base``: ``topic`` is one of its generations, and those before the previous one
+    are forgotten (past: a refresh must not recreate them)."""
     topics = getattr(client, "_topics", None)
     if topics is not None and topic not in topics:
         client.add_topic(topic)  # type: ignore[union-attr]
+        if base is not None and (gen := gens.parse(base, topic)) is not None:
+            forget_generations_before(client, base, gen - 1)
 
 
 def forget(client: Any | None, topics: Iterable[str]) -> None:
