@@ -215,7 +215,7 @@ def _generations(app: faust.App, runtime: Any) -> GenerationReader | None:
             published_ms=float(message.timestamp) if message.timestamp else None,
         )
 
-    def deleted(topics: list[str]) -> None:  # a refresh naming them would create them again
+    def deleted(topics: list[str]) -> None:  # no metadata refresh asks for them any more
         tracked.forget(tracked.producer_client(app), topics)
 
     reader = GenerationReader(settings, handle, QUERY_CONCURRENCY, on_deleted=deleted)

@@ -10,9 +10,9 @@ Measured on the served bench (embedded broker, 2 cores shared by three stacks): 
 replies to ``memory.replies`` were queued just before its first reply to ``memory.replies.g<N>``;
 the refresh that fetched ``g<N>`` dropped ``memory.replies`` and the reply never left (the client
 timed out after 120 s in 7 of ~45 runs; the worker could not stop, its last commit flushing the
-producer). Naming each topic before writing to it keeps it known. Generations a worker deleted
-are forgotten again: the client asks with auto-creation on, and a refresh that still named them
-would create them anew on the broker.
+producer). Naming each topic before writing to it keeps it known. Generations that are past
+(deleted, or no longer written to) are forgotten again: otherwise every refresh would ask for
+every topic the process ever wrote to, one more per generation for as long as it runs.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def producer_client(app: Any) -> Any | None:
 def track(client: Any | None, topic: str, *, base: str | None = None) -> None:
     """Name ``topic`` to ``client`` (an ``AIOKafkaClient``) before a batch is queued for it.
     With ``base``: ``topic`` is one of its generations, and those before the previous one
-    are forgotten (past: a refresh must not recreate them)."""
+    are forgotten (past: no refresh needs to ask for them again)."""
     topics = getattr(client, "_topics", None)
     if topics is not None and topic not in topics:
         client.add_topic(topic)  # type: ignore[union-attr]
