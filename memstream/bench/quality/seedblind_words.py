@@ -14,24 +14,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from memstream.bench.quality.seed_words import EN_MONTHS
 from memstream.bench.quality.suite import Question, doc_id
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
-MONTHS_EN = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 QUARTERS_ZH = ("第一季度", "第二季度", "第三季度", "第四季度")
 ZH_FAMILY = "张李王刘陈黄赵孙马朱胡郭林罗梁宋唐许邓"
 ZH_GIVEN = ("伟", "芳", "娜", "敏", "静", "磊", "洋", "艳", "勇", "军", "杰", "婷", "涛", "超")
@@ -161,7 +148,7 @@ class BlindCase:
     def month_name(self, moment: datetime) -> str:
         if self.zh:
             return f"{moment.year}年{moment.month}月"
-        return f"{MONTHS_EN[moment.month - 1]} {moment.year}"
+        return f"{EN_MONTHS[moment.month - 1]} {moment.year}"
 
     def quarter_name(self, moment: datetime) -> str:
         q = (moment.month - 1) // 3
