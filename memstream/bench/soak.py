@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,16 @@ def per_minute(done_at: list[float]) -> list[int]:
     return minutes[:-1] or minutes
 
 
+WINDOW = 10_000  # requests per row of the soak's table: the tail and the broker at 10k, 20k, …
+
+
+def window(count: int, ends: list[float], queues: list[float]) -> dict[str, float]:
+    """The last ``WINDOW`` requests' tail (end to end, and the broker → worker queue time,
+    which is where a broker whose fetches walk more each time would show)."""
+    return {"requests": float(count), "p50_ms": cut(ends, 0.5), "p99_ms": cut(ends, 0.99),
+            "queue_p50_ms": cut(queues, 0.5), "queue_p99_ms": cut(queues, 0.99)}  # fmt: skip
+
+
 def near_turns(spans: list[tuple[float, float]], period_s: float) -> tuple[int, int, int]:
     """(generation turns during the run, requests over 1 s in flight at a turn or started
     within 2 s after one, requests over 1 s in all) for ``spans`` of (start, end) epoch s."""
@@ -166,6 +177,8 @@ async def _soak(
     concurrency: int,
     done_at: list[float],
     spans: list[tuple[float, float]],
+    windows: list[dict[str, float]],
+    at_window: Callable[[], dict[str, float]],
 ) -> tuple[list[float], list[float], dict[str, int]]:
     from memstream.ops.identity import credential_for
     from memstream.streams.client import MemoryClient, MemoryClientError, RetrievalTimeout
@@ -203,8 +216,16 @@ async def _soak(
                 if key in ("ok", "skipped"):
                     done_at.append(finished - origin)
                 outcomes[key] = outcomes.get(key, 0) + 1
-                if len(ends) % 10_000 == 0:
-                    out.print(f"  {len(ends)} requests answered …")
+                if len(ends) % WINDOW == 0:
+                    row = window(len(ends), ends[-WINDOW:], queues[-WINDOW:])
+                    row.update(at_window())
+                    windows.append(row)
+                    out.print(
+                        f"  {len(ends)} requests answered · last {WINDOW}: p50 "
+                        f"{row['p50_ms']:.0f} ms, p99 {row['p99_ms']:.0f} ms, queue p50 "
+                        f"{row['queue_p50_ms']:.0f} ms, broker RSS "
+                        f"{row.get('broker_rss_mib', float('nan')):.0f} MiB"
+                    )
 
         await asyncio.gather(*(lane() for _ in range(concurrency)))
     return ends, queues, outcomes
@@ -274,9 +295,12 @@ def bench_soak(
             helper.start()
         started = time.monotonic()
         spans: list[tuple[float, float]] = []
+        windows: list[dict[str, float]] = []
         ends, queues, outcomes = asyncio.run(
-            _soak(resolved, tenant, requests, concurrency, done_at, spans)
-        )
+            _soak(resolved, tenant, requests, concurrency, done_at, spans, windows,
+                  lambda: {"broker_rss_mib": sampler.sample()["broker_rss_mib"]})
+        )  # fmt: skip
+        figures["windows"] = windows
         figures["rotate_s"] = resolved.rotate_seconds or 0
         figures["turns"] = near_turns(spans, figures["rotate_s"])
         figures["seconds"] = time.monotonic() - started
@@ -337,6 +361,12 @@ def print_soak(figures: dict[str, Any]) -> None:
             "answers per minute: " + " ".join(str(m) for m in minutes)
             + f" · last vs first {change:+.0f} %"
         )  # fmt: skip
+    for row in figures.get("windows", []):
+        out.print(
+            f"at {row['requests']:.0f} requests (the last {WINDOW}): p50 {row['p50_ms']:.0f} · "
+            f"p99 {row['p99_ms']:.0f} ms · queue p50 {row['queue_p50_ms']:.0f} · p99 "
+            f"{row['queue_p99_ms']:.0f} ms · broker RSS {row['broker_rss_mib']:.0f} MiB"
+        )
     rows = figures["samples"]
     if len(rows) >= 2:
         for who in ("broker", "worker"):

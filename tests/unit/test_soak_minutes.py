@@ -35,3 +35,13 @@ def test_slow_requests_are_counted_against_the_generation_turns() -> None:
     assert near_turns(spans, 60.0) == (1, 2, 3)
     assert near_turns(spans, 0) == (0, 0, 3)  # rotation off
     assert near_turns([], 60.0) == (0, 0, 0)
+
+
+def test_a_window_row_is_the_tail_of_its_own_requests() -> None:
+    from memstream.bench.soak import window
+
+    ends = [float(n) for n in range(1, 101)]  # 1 … 100 ms
+    row = window(20_000, ends, [5.0] * 99 + [900.0])
+    assert row["requests"] == 20_000
+    assert row["p50_ms"] == 51.0 and row["p99_ms"] == 100.0
+    assert row["queue_p50_ms"] == 5.0 and row["queue_p99_ms"] == 900.0
