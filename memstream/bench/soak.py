@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,11 +151,23 @@ def per_minute(done_at: list[float]) -> list[int]:
 WINDOW = 10_000  # requests per row of the soak's table: the tail and the broker at 10k, 20k, …
 
 
-def window(count: int, ends: list[float], queues: list[float]) -> dict[str, float]:
+def window(
+    count: int,
+    ends: list[float],
+    queues: list[float],
+    stages: Sequence[Mapping[str, float]] = (),
+) -> dict[str, float]:
     """The last ``WINDOW`` requests' tail (end to end, and the broker → worker queue time,
-    which is where a broker whose fetches walk more each time would show)."""
-    return {"requests": float(count), "p50_ms": cut(ends, 0.5), "p99_ms": cut(ends, 0.99),
-            "queue_p50_ms": cut(queues, 0.5), "queue_p99_ms": cut(queues, 0.99)}  # fmt: skip
+    which is where a broker whose fetches walk more each time would show), and the mean of
+    each stage the worker timed (``latency_ms``: embed, vector, keyword, …) as
+    ``stage_<name>_ms``,
+    which says where a slower window spent its time."""
+    row = {"requests": float(count), "p50_ms": cut(ends, 0.5), "p99_ms": cut(ends, 0.99),
+           "queue_p50_ms": cut(queues, 0.5), "queue_p99_ms": cut(queues, 0.99)}  # fmt: skip
+    names = sorted({name for timed in stages for name in timed if name != "queue"})
+    for name in names:
+        row[f"stage_{name}_ms"] = statistics.fmean(float(timed.get(name, 0.0)) for timed in stages)
+    return row
 
 
 def near_turns(spans: list[tuple[float, float]], period_s: float) -> tuple[int, int, int]:
@@ -190,6 +202,7 @@ async def _soak(
     ends: list[float] = []
     queues: list[float] = []
     outcomes: dict[str, int] = {}
+    stages: list[Mapping[str, float]] = []
     issued = 0
     origin = time.perf_counter()
     async with MemoryClient(settings.broker, settings.topics, timeout=60, credential=key) as client:
@@ -206,6 +219,7 @@ async def _soak(
                     )
                     key = reply["status"]
                     queues.append(float(reply["latency_ms"].get("queue", 0.0)))
+                    stages.append(reply["latency_ms"])
                 except RetrievalTimeout:
                     key = "timeout"
                 except MemoryClientError:
@@ -217,7 +231,7 @@ async def _soak(
                     done_at.append(finished - origin)
                 outcomes[key] = outcomes.get(key, 0) + 1
                 if len(ends) % WINDOW == 0:
-                    row = window(len(ends), ends[-WINDOW:], queues[-WINDOW:])
+                    row = window(len(ends), ends[-WINDOW:], queues[-WINDOW:], stages[-WINDOW:])
                     row.update(at_window())
                     windows.append(row)
                     out.print(
@@ -298,7 +312,7 @@ def bench_soak(
         windows: list[dict[str, float]] = []
         ends, queues, outcomes = asyncio.run(
             _soak(resolved, tenant, requests, concurrency, done_at, spans, windows,
-                  lambda: {"broker_rss_mib": sampler.sample()["broker_rss_mib"]})
+                  lambda: {k: v for k, v in sampler.sample().items() if k.endswith("rss_mib")})
         )  # fmt: skip
         figures["windows"] = windows
         figures["rotate_s"] = resolved.rotate_seconds or 0
@@ -365,8 +379,17 @@ def print_soak(figures: dict[str, Any]) -> None:
         out.print(
             f"at {row['requests']:.0f} requests (the last {WINDOW}): p50 {row['p50_ms']:.0f} · "
             f"p99 {row['p99_ms']:.0f} ms · queue p50 {row['queue_p50_ms']:.0f} · p99 "
-            f"{row['queue_p99_ms']:.0f} ms · broker RSS {row['broker_rss_mib']:.0f} MiB"
+            f"{row['queue_p99_ms']:.0f} ms · broker RSS {row['broker_rss_mib']:.0f} MiB · worker "
+            f"RSS {row['worker_rss_mib']:.0f} MiB"
         )
+        timed = [k for k in row if k.startswith("stage_")]
+        if timed:
+            out.print(
+                "  worker stages, mean ms: "
+                + " · ".join(
+                    f"{k[6:-3]} {row[k]:.1f}" for k in sorted(timed, key=lambda k: -row[k])
+                )
+            )
     rows = figures["samples"]
     if len(rows) >= 2:
         for who in ("broker", "worker"):

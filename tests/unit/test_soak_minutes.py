@@ -45,3 +45,5 @@ def test_a_window_row_is_the_tail_of_its_own_requests() -> None:
     assert row["requests"] == 20_000
     assert row["p50_ms"] == 51.0 and row["p99_ms"] == 100.0
     assert row["queue_p50_ms"] == 5.0 and row["queue_p99_ms"] == 900.0
+    timed = window(2, [1.0, 2.0], [0.0, 0.0], [{"queue": 3.0, "embed": 4.0}, {"embed": 6.0}])
+    assert timed["stage_embed_ms"] == 5.0 and "stage_queue_ms" not in timed

@@ -43,35 +43,46 @@ class Placement:
         return "current" if self.version.is_current else "late"
 
 
+def _valid_key(version: MemoryVersion) -> tuple[datetime, int]:
+    return (version.valid_from, version.version)
+
+
 def _valid_order(versions: Sequence[MemoryVersion]) -> list[MemoryVersion]:
-    return sorted(versions, key=lambda v: (v.valid_from, v.version))
+    return sorted(versions, key=_valid_key)
 
 
 def current_of(versions: Sequence[MemoryVersion]) -> MemoryVersion | None:
     """The version valid now: the latest in valid time, unless it is a tombstone."""
     if not versions:
         return None
-    last = _valid_order(versions)[-1]
+    last = max(versions, key=_valid_key)
     return None if last.is_tombstone else last
 
 
 def derive_chain(versions: Sequence[MemoryVersion]) -> dict[str, Derived]:
-    """valid_to / is_current / superseded_at for every version of one memory."""
+    """valid_to / is_current / superseded_at for every version of one memory.
+
+    O(n log n) in the chain's length: two sorts and one pass each (a memory updated every
+    minute holds thousands of versions, and every event placed re-derives its chain).
+    """
     if not versions:
         return {}  # e.g. known_at before the first arrival
     ordered = _valid_order(versions)
     valid_to: dict[str, datetime | None] = {}
     for here, after in zip(ordered, [*ordered[1:], None], strict=True):
         valid_to[here.version_id] = after.valid_from if after is not None else None
-    current = current_of(versions)
+    current = None if ordered[-1].is_tombstone else ordered[-1]
     # Transaction time: replay arrivals; a version stops being believed current when a later
     # arrival takes its place (a late arrival is never current: superseded when recorded).
+    # What was believed current after each arrival is the latest in valid time of the
+    # arrivals so far (unless a tombstone): a running maximum.
     superseded: dict[str, datetime | None] = {}
-    seen: list[MemoryVersion] = []
+    latest: MemoryVersion | None = None
     believed: MemoryVersion | None = None
     for arrival in sorted(versions, key=lambda v: v.version):
-        seen.append(arrival)
-        now_current = current_of(seen)
+        if latest is None or _valid_key(arrival) > _valid_key(latest):
+            latest = arrival
+        now_current = None if latest.is_tombstone else latest
         if believed is not None and now_current is not believed:
             superseded[believed.version_id] = arrival.recorded_at
         if now_current is not arrival and arrival.version_id not in superseded:
@@ -101,7 +112,14 @@ def place_event(
 ) -> Placement:
     """The new immutable version for ``event`` and the changes it makes to ``chain``.
 
-    ``chain`` holds every existing version of ``event.memory_key`` (any order).
+    ``chain`` holds the existing versions of ``event.memory_key`` (any order), or at least
+    those placing the event reads (``neighbours``): the one with the highest number (its
+    parent), the latest in valid time, and the two between which the event falls in valid
+    time. A placement changes at most one stored version, so it never re-derives the chain:
+    the event is either the latest in valid time (the version it follows ends where it starts
+    and is no longer current) or late (it ends where its successor starts, is never current,
+    and its predecessor now ends where it starts). ``derive_chain`` of the whole chain gives
+    the same columns (property tests).
     """
     if event.op is Op.RETRACT and not chain:
         raise InvalidEvent(
@@ -109,8 +127,7 @@ def place_event(
             f"RETRACT {event.event_id!r} names memory {event.memory_key!r} of tenant "
             f"{event.tenant_id!r}, which does not exist",
         )
-    by_number = sorted(chain, key=lambda v: v.version)
-    parent = by_number[-1] if by_number else None
+    parent = max(chain, key=lambda v: v.version) if chain else None
     content = event.content
     if event.op is Op.RETRACT and not content and parent is not None:
         content = parent.content
@@ -137,14 +154,55 @@ def place_event(
         entities=event.entities,
         attributes=dict(event.attributes),
     )
-    derived = derive_chain([*chain, new])
-    changed = tuple(
-        _apply(old, derived[old.version_id])
-        for old in chain
-        if (old.valid_to, old.is_current, old.superseded_at)
-        != dataclasses.astuple(derived[old.version_id])
-    )
-    return Placement(version=_apply(new, derived[new.version_id]), changed=changed)
+    if not chain:
+        return Placement(version=_apply(new, Derived(None, True, None)), changed=())
+    latest = max(chain, key=_valid_key)
+    if _valid_key(new) > _valid_key(latest):
+        return _appended(latest, new)
+    return _inserted(chain, new)
+
+
+def neighbours(chain: Sequence[MemoryVersion], moments: Sequence[datetime]) -> set[str]:
+    """The version ids of ``chain`` that placing events occurred at ``moments`` reads: the
+    highest number, the latest in valid time, and for each moment the last version starting
+    at or before it and the first starting after it (what a repository may read instead of
+    the whole chain)."""
+    if not chain:
+        return set()
+    wanted = {max(chain, key=lambda v: v.version).version_id}
+    wanted.add(max(chain, key=_valid_key).version_id)
+    for moment in moments:
+        before = [v for v in chain if v.valid_from <= moment]
+        after = [v for v in chain if v.valid_from > moment]
+        if before:
+            wanted.add(max(before, key=_valid_key).version_id)
+        if after:
+            wanted.add(min(after, key=_valid_key).version_id)
+    return wanted
+
+
+def _appended(latest: MemoryVersion, new: MemoryVersion) -> Placement:
+    """``new`` is the latest in valid time: ``latest`` ends where it starts and, if it was
+    current, is superseded now; ``new`` is current unless it is a tombstone (which is
+    superseded when recorded: nothing is current after it)."""
+    superseded = latest.superseded_at if latest.is_tombstone else new.recorded_at
+    follows = _apply(latest, Derived(new.valid_from, False, superseded))
+    placed = Derived(None, not new.is_tombstone, new.recorded_at if new.is_tombstone else None)
+    return Placement(version=_apply(new, placed), changed=(follows,))
+
+
+def _inserted(chain: Sequence[MemoryVersion], new: MemoryVersion) -> Placement:
+    """``new`` is late: it holds from its start to its successor's, is never current
+    (superseded when recorded), and its predecessor, if any, now ends where it starts."""
+    key = _valid_key(new)
+    successor = min((v for v in chain if _valid_key(v) > key), key=_valid_key)
+    earlier = [v for v in chain if _valid_key(v) < key]
+    placed = _apply(new, Derived(successor.valid_from, False, new.recorded_at))
+    if not earlier:
+        return Placement(version=placed, changed=())
+    predecessor = max(earlier, key=_valid_key)
+    ends = Derived(new.valid_from, predecessor.is_current, predecessor.superseded_at)
+    return Placement(version=placed, changed=(_apply(predecessor, ends),))
 
 
 def advance(chain: Sequence[MemoryVersion], placement: Placement) -> list[MemoryVersion]:
