@@ -318,7 +318,8 @@ def bench(settings: Settings, args: Any) -> int:
         print_replay(bench_replay(args.versions))
         return 0
     if args.what == "soak":
-        from memstream.bench.soak import bench_soak, print_soak
+        from memstream.bench.soak import bench_soak
+        from memstream.bench.soak_report import print_soak
 
         print_soak(
             bench_soak(args.requests, args.concurrency, args.memories, args.soak_burst, args.churn)
