@@ -202,3 +202,43 @@ async def test_a_redelivered_batch_records_nothing_twice(
     assert _stored(pg_dsn, tenant, topic) == before
     assert len(again.recorded) == len(recorded) > 20
     assert all(r.duplicate for r in again.recorded) and not again.dead
+
+
+async def test_a_batch_reads_what_placing_its_events_needs_not_the_whole_chain(
+    repo: PostgresMemoryRepository,
+) -> None:
+    """A memory with a long history: the batch's unit of work reads, of its chain, exactly the
+    versions ``versioning.neighbours`` names for the batch's events (their moments before,
+    between, on and after the stored ones), a handful whatever the chain's length."""
+    from memstream.services.domain.versioning import neighbours
+
+    tenant = f"long-{uuid.uuid4().hex[:8]}"
+    rng = random.Random(3)
+    ingestor = Ingestor(repo, SilentSink(), None, _decode, lambda: RECEIVED)
+    history = [{**_event(rng, n), "memory_key": "m:long", "tenant_id": tenant} for n in range(300)]
+    envelopes = [
+        Envelope(None, json.dumps(raw).encode(), Position("t-long", 0, n), received_at=RECEIVED)
+        for n, raw in enumerate(history)
+    ]
+    for start in range(0, len(envelopes), 64):
+        await ingestor.handle_batch(envelopes[start : start + 64])
+    whole = await repo.chain(tenant, "m:long")
+    assert len(whole) == 300
+    moments = [
+        OCCURRED - timedelta(days=1),  # before every version
+        whole[17].valid_from,  # on a stored start
+        OCCURRED + timedelta(hours=999, minutes=30),  # between two
+        OCCURRED + timedelta(hours=2500),  # after every version
+    ]
+    batch = [
+        validate_event(
+            {**_event(rng, 1000 + n), "memory_key": "m:long", "tenant_id": tenant,
+             "occurred_at": at.isoformat()},
+            RECEIVED,
+        )
+        for n, at in enumerate(moments)
+    ]  # fmt: skip
+    async with repo.locked_batch(batch) as work:
+        read = {v.version_id for v in work.chains[(tenant, "m:long")]}
+    assert read == neighbours(whole, moments)
+    assert len(read) <= 2 + 2 * len(moments)

@@ -2,10 +2,12 @@
 
 One transaction and two round trips per batch, whatever its size: the locks (the tenants'
 erasure locks shared, then every memory's lock, each set in the order of its hash, so that two
-writers never wait on each other in a cycle), the ledger's answers and every chain go in the
-first; the writes (``executemany``, pipelined) and the commit in the second. The statements and
-their parameters are those of the one-event unit of work (``postgres.PostgresMemoryWrite``), so
-that a batch stores exactly what its events recorded one at a time would.
+writers never wait on each other in a cycle), the ledger's answers and what placing the events
+reads of each chain (``versioning.neighbours``, at most four versions an event, whatever the
+chain's length) go in the first; the writes (``executemany``, pipelined) and the commit in the
+second. The statements and their parameters are those of the one-event unit of work
+(``postgres.PostgresMemoryWrite``), so that a batch stores exactly what its events recorded one
+at a time would.
 Must not import handlers or streams.
 """
 
@@ -53,9 +55,25 @@ _SEEN = sql.SQL(
     " l.event_id AS ledger_event FROM event_ledger l JOIN unnest(%s::text[], %s::text[])"
     " AS i(t, e) ON l.tenant_id = i.t AND l.event_id = i.e) AS s ON version_id = s.seen_id"
 ).format(VERSION_SQL)
-_CHAINS = sql.SQL(
-    "SELECT {} FROM memory_versions WHERE (tenant_id, memory_key) IN"
-    " (SELECT * FROM unnest(%s::text[], %s::text[]))"
+# What placing the batch's events reads of each chain (``versioning.neighbours``), not the
+# whole chain: a memory updated every minute holds thousands of versions, and reading them all
+# for every batch made recording cost grow with each memory's history.
+_NEIGHBOURS = sql.SQL(
+    "WITH w AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::timestamptz[]) AS w(t, k, at)),"
+    " m AS (SELECT DISTINCT t, k FROM w),"
+    " ids AS ("
+    "  SELECT (SELECT version_id FROM memory_versions WHERE tenant_id = m.t AND memory_key = m.k"
+    "   ORDER BY version DESC LIMIT 1) AS id FROM m"
+    "  UNION SELECT (SELECT version_id FROM memory_versions"
+    "   WHERE tenant_id = m.t AND memory_key = m.k"
+    "   ORDER BY valid_from DESC, version DESC LIMIT 1) FROM m"
+    "  UNION SELECT (SELECT version_id FROM memory_versions"
+    "   WHERE tenant_id = w.t AND memory_key = w.k AND valid_from <= w.at"
+    "   ORDER BY valid_from DESC, version DESC LIMIT 1) FROM w"
+    "  UNION SELECT (SELECT version_id FROM memory_versions"
+    "   WHERE tenant_id = w.t AND memory_key = w.k AND valid_from > w.at"
+    "   ORDER BY valid_from, version LIMIT 1) FROM w)"
+    " SELECT {} FROM memory_versions WHERE version_id IN (SELECT id FROM ids)"
 ).format(VERSION_SQL)
 
 Placed = tuple[MemoryEvent, Mapping[str, Any], Position, Placement]
@@ -104,7 +122,14 @@ async def _open(
     seen = conn.cursor(row_factory=dict_row)
     await seen.execute(_SEEN, ([t for t, _ in ids], [e for _, e in ids]))
     versions = conn.cursor(row_factory=dict_row)
-    await versions.execute(_CHAINS, ([t for t, _ in memories], [k for _, k in memories]))
+    await versions.execute(
+        _NEIGHBOURS,
+        (
+            [e.tenant_id for e in events],
+            [e.memory_key for e in events],
+            [e.occurred_at for e in events],
+        ),
+    )
     recorded = {
         (r["ledger_tenant"], r["ledger_event"]): Recorded(
             row_to_version(r), (), r["outcome"], duplicate=True

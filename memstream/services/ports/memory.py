@@ -82,7 +82,8 @@ class BatchWrite(Protocol):
 
     @property
     def chains(self) -> Mapping[tuple[str, str], Sequence[MemoryVersion]]:
-        """(tenant_id, memory_key) → every version of that memory (none: absent)."""
+        """(tenant_id, memory_key) → the versions of that memory placing the batch's events
+        reads (``versioning.neighbours`` of their occurred_at: at least those; none: absent)."""
         ...
 
     @property
