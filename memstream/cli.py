@@ -154,7 +154,10 @@ def _parser() -> _Parser:
     soak.add_argument("--concurrency", type=int, default=32, help="in flight (default 32)")
     soak.add_argument("--soak-burst", type=int, default=200, help="events every 5 s (default 200)")
     soak.add_argument(
-        "--churn", type=int, default=2, help="times a second worker joins and leaves (default 2)"
+        "--churn",
+        type=int,
+        default=2,
+        help="times a second worker joins and leaves, spread over the run (default 2)",
     )
     broker = bench.add_argument_group("broker bench (one embedded-broker partition as it grows)")
     broker.add_argument(

@@ -2,11 +2,12 @@
 
 One run, this machine: a fresh embedded stack, one worker process, M memories for one tenant,
 then N requests (``concurrency`` in flight) while, in the background, bursts of events are
-published and, if asked, a second worker joins and leaves the group (each a consumer-group
-rebalance). Reports end-to-end p50 / p99 / p99.9 / max, the count over 1 s, the server's queue
-time (broker → worker, ``latency_ms["queue"]``) at the same cuts, errors and timeouts, the
-rebalances the worker logged, and each minute the broker's and the (first) worker's RSS and CPU
-seconds. Nothing is asserted.
+published and, if asked, a second worker joins and leaves the group, spread over the run
+(each a consumer-group rebalance). Reports end-to-end p50 / p99 / p99.9 / max, the count over
+1 s, the server's queue time (broker → worker, ``latency_ms["queue"]``) at the same cuts, errors
+and timeouts, the rebalances the worker logged, each minute the broker's and the (first)
+worker's RSS and CPU seconds, and every 10,000 requests their tail and the worker's stages.
+Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -283,9 +284,14 @@ def bench_soak(
                 published[0] += len(batch)
 
         def churn_workers() -> None:
+            # Spread over the run: the n-th worker joins once n/(churn+1) of the requests are
+            # answered (a restart late in a long run meets the most data; all at the start
+            # would also weigh on the first minute alone, which the rate is compared with).
             for n in range(churn):
-                if stop.wait(20.0):
-                    return
+                due = (n + 1) * requests // (churn + 1)
+                while len(done_at) < due:
+                    if stop.wait(1.0):
+                        return
                 log = logs / f"churn-{n}.log"
                 extra = _spawn_worker(
                     resolved,
