@@ -2,7 +2,9 @@
 
 On the bench's own embedded PostgreSQL, once its worker has stopped: ``count`` synthetic events
 recorded one at a time (``record_event``, a transaction each) and then in batches of
-``BATCH`` (``record_batch``, the worker's path: a transaction per batch). Per way: events/s,
+``BATCH`` (``record_batch``, the worker's path: a transaction per batch), then in batches all to
+ONE memory, every tenth event late (a record updated all day long: recording must not cost
+more as its history grows). Per way: events/s,
 and the CPU per event of this process (the client: validation, the domain, psycopg) and of
 PostgreSQL (``cpu_budget``, the postmaster's tree).
 """
@@ -12,7 +14,8 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from memstream.bench import cpu_budget
 from memstream.bench.kit import synthetic_events
@@ -22,6 +25,16 @@ from memstream.services.handlers.recording import Pending, record_batch, record_
 from memstream.services.ports import Position
 
 BATCH = 64  # the ingest agent's batch (streams.agents.INGEST_BATCH)
+ONE_MEMORY = f"batches of {BATCH}, one memory (every 10th late)"
+
+
+def _one_memory(raws: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        {**raw, "memory_key": "m:hot", "occurred_at": (start + timedelta(
+            minutes=i - 5 if i % 10 == 9 else i)).isoformat()}
+        for i, raw in enumerate(raws)
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +49,15 @@ async def measure(dsn: str, count: int, roots: set[int]) -> list[WritePath]:
     repo = await bootstrap.open_repository(dsn)
     found = []
     try:
-        for way in ("one at a time", f"batches of {BATCH}"):
+        for way in ("one at a time", f"batches of {BATCH}", ONE_MEMORY):
             now = datetime.now(UTC)
             tenant = f"bench-write-{uuid.uuid4().hex[:6]}"
+            raws = synthetic_events(tenant, count, seed=3)
+            if way == ONE_MEMORY:
+                raws = _one_memory(raws)
             items = [
                 Pending(validate_event(raw, now), raw, Position("bench", 0, i), now)
-                for i, raw in enumerate(synthetic_events(tenant, count, seed=3))
+                for i, raw in enumerate(raws)
             ]
             before, cpu, started = (
                 cpu_budget.snapshot(roots=roots),
