@@ -314,3 +314,52 @@ def test_a_look_alike_id_yields_to_the_id_named() -> None:
     assert "named id" in {name for name, _ in ranked[1].factors}
     unnamed = score_candidates(ask("which smart watch charges over Lightning?", False), pool, NOW)
     assert not any(name == "named id" for r in unnamed for name, _ in r.factors)
+
+
+# --- look-alikes -----------------------------------------------------------------------------
+
+
+def test_a_variant_whose_words_are_a_part_of_the_other_variants_yields() -> None:
+    """Two variants of one product (their ids share parts): the fresher one, which lacks the
+    colour the question names, yields to the one that holds it (``lookalike_first``)."""
+    graphite, silver = Anchor("sku", "Nexa R71 Graphite"), Anchor("sku", "Nexa R71 Silver")
+    pool = [
+        memory("graphite", "Nexa R71 graphite, 256 GB: in stock.", NOW - timedelta(20),
+               fact_type="stock", vector=0.55, keyword=0.8, entity=graphite),
+        memory("silver", "Nexa R71, 256 GB: in stock.", NOW - timedelta(hours=2),
+               fact_type="stock", vector=0.6, keyword=0.6, entity=silver),
+    ]  # fmt: skip
+    ranked = score_candidates(ask("is the Nexa R71 in graphite 256 GB in stock?", False), pool, NOW)
+    assert ids(ranked) == ["graphite", "silver"]
+    assert "look-alike" in {name for name, _ in ranked[1].factors}
+
+
+def test_two_people_are_not_look_alikes_of_each_other() -> None:
+    """A conversation's turns by two people (ids sharing no part) are not variants of one
+    another: a question naming neither is answered by relevance and trust alone, whichever
+    turn holds more of its words."""
+    caroline, melanie = Anchor("person", "Caroline"), Anchor("person", "Melanie")
+    pool = [
+        memory("c", "Caroline: the support group yesterday was so powerful.",
+               NOW - timedelta(400), fact_type="dialogue_turn", vector=0.72, keyword=0.3,
+               entity=caroline),
+        memory("m", "Melanie: was it the support group for parents?",
+               NOW - timedelta(400), fact_type="dialogue_turn", vector=0.4, keyword=0.7,
+               entity=melanie),
+    ]  # fmt: skip
+    ranked = score_candidates(ask("who went to the support group for parents?", False), pool, NOW)
+    assert not any(name == "look-alike" for r in ranked for name, _ in r.factors)
+    assert [r.scores.final for r in ranked] == sorted(
+        (r.scores.final for r in ranked), reverse=True
+    )
+
+
+@given(
+    one=st.from_regex(r"[A-Z]{1,3}-?[0-9]{2,4}", fullmatch=True),
+    other=st.from_regex(r"[A-Z]{1,3}-?[0-9]{2,4}", fullmatch=True),
+)
+def test_look_alike_ids_are_symmetric_and_an_id_looks_like_itself(one: str, other: str) -> None:
+    from memstream.services.domain.text import look_alike
+
+    assert look_alike(one, one)
+    assert look_alike(one, other) == look_alike(other, one)

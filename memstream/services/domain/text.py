@@ -6,6 +6,7 @@ different values). Used by trust (cross-validation) and arbitration. ``stem``: t
 English word that its inflections share, which keyword search matches as a word prefix;
 ``inflections``: for a stem too short to be a safe prefix, the whole words it stands for.
 ``searchable``: what keyword search sees of a memory (content, attributes, the key's words).
+``look_alike``: two entity ids that can be mistaken for one another.
 Pure. Must not import any I/O library.
 """
 
@@ -140,3 +141,26 @@ def searchable(content: str, attributes: Mapping[str, str], memory_key: str) -> 
     values = " ".join(f"{k} {v}" for k, v in sorted(attributes.items()))
     text = f"{content} {values}".strip()
     return " ".join(part for part in (text, " ".join(key_words(memory_key))) if part)
+
+
+def _id_parts(entity_id: str) -> set[str]:
+    """An id's parts: runs of letters and runs of digits ("AX-310" → ax, 310)."""
+    return set(re.findall(r"[^\W\d_]+|\d+", entity_id.casefold()))
+
+
+def _shape(entity_id: str) -> str:
+    """ "88213" → "d5", "AX-310" → "l2-d3": the kinds and lengths of an id's runs."""
+    runs = re.findall(r"[^\W\d_]+|\d+|[\W_]+", entity_id.casefold())
+    return "".join(
+        f"d{len(r)}" if r.isdigit() else ("-" if not r[0].isalnum() else f"l{len(r)}") for r in runs
+    )
+
+
+def look_alike(one: str, other: str) -> bool:
+    """Two entity ids that can be mistaken for one another: they share a part ("AX-130" and
+    "AX-310", "Nexa R71 Graphite" and "Nexa R71 Silver", "C-17" and "C-18"), or both are
+    numbered alike ("88213" and "99120"). Two people's names that share no part ("Caroline",
+    "Melanie") name different entities, not look-alikes."""
+    if _id_parts(one) & _id_parts(other):
+        return True
+    return any(ch.isdigit() for ch in one + other) and _shape(one) == _shape(other)

@@ -51,13 +51,18 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   them apart, and it is exact.
 - **look-alike** (``lookalike_first``): in a question about no user and no focus (a catalogue
   question), a memory about one entity whose words of the question are a strict part of those
-  of a memory of the same fact type about another entity yields to it, when that one is at
-  least ``RELEVANCE_SHARE`` as relevant. Why: two variants of a product ("… Graphite" and
+  of a memory of the same fact type about a look-alike entity (``look_alike``: the ids share a
+  part, or are numbered alike) yields to it, when that one is at least ``RELEVANCE_SHARE`` as
+  relevant. Why: two variants of a product ("… Graphite" and
   "… Silver") share every word but the one that tells them apart; the question names that
   word, and the fresher stock of the other variant is not the answer however much decay
   favours it. Not with a user or a focus: there the question's subject decides, and a user's
   fresh view of other headphones is "the headphones I looked at last time" although an old
-  view repeats more of the question's words.
+  view repeats more of the question's words. Not between entities that cannot be mistaken
+  for one another: two people in a conversation ("Caroline", "Melanie") say different things,
+  and the turn that repeats more of the question's words is not, for that, the other one's
+  better version (LoCoMo, questions naming neither or both speakers: recall@5 of categories 1–4
+  0.618 → 0.621 with the same candidates).
 
 The rules of time a question asks (latest / earliest, a named period) are in ``timely``.
 
@@ -74,6 +79,7 @@ from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, ScoredResult
 from memstream.services.domain.reading import QuestionReading, attributes_in
+from memstream.services.domain.text import look_alike
 
 RELEVANCE_SHARE = 0.5
 YIELD_SHARE = 0.9
@@ -370,6 +376,7 @@ def lookalike_first(
             if other.candidate.fact_type.casefold() == c.fact_type.casefold()
             and (other.candidate.entity_type, other.candidate.entity_id)
             != (c.entity_type, c.entity_id)
+            and look_alike(other.candidate.entity_id, c.entity_id)
             and mine < said[other.candidate.version_id]
             and other.scores.fused >= RELEVANCE_SHARE * result.scores.fused
         ]
