@@ -363,3 +363,26 @@ def test_look_alike_ids_are_symmetric_and_an_id_looks_like_itself(one: str, othe
 
     assert look_alike(one, one)
     assert look_alike(one, other) == look_alike(other, one)
+
+
+_NAME_TEXT = st.text(alphabet="aZ9 -_.é蓝色R71xX", max_size=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAME_TEXT, _NAME_TEXT)
+def test_a_name_is_in_a_text_as_a_pattern_per_token_would_find_it(name: str, text: str) -> None:
+    """``name_in`` looks words up in the text's set of words; the definition it replaces
+    searched each Latin token between non-alphanumerics, case aside, and each Chinese token as a
+    part. Both agree on every name and text."""
+    import re
+
+    from memstream.services.domain.text import name_in, name_tokens
+
+    def by_pattern(token: str) -> bool:
+        if re.search(r"[\u3400-\u9fff]", token):
+            return token in text
+        return bool(re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text, re.I))
+
+    tokens = name_tokens(name)
+    assert name_in(tokens, text) == all(by_pattern(t) for t in tokens)
+    assert name_in(tokens, f"{text} {name}")  # a text that says the name names it

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memstream.services.domain.talk_forms import talk_form
 
@@ -569,6 +570,7 @@ _CJK_COMMON_WORDS = (
 _CJK_COMMON = frozenset(_CJK_COMMON_WORDS.split())
 
 
+@lru_cache(maxsize=4096)
 def content_terms(text: str) -> frozenset[str]:
     """The words that can name something: Latin words of three letters or more (or with a
     digit) that are not common question words, and the two-character runs of Chinese text."""

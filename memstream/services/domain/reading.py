@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from memstream.services.domain.lexicon import (
     ANAPHORA,
@@ -181,6 +182,7 @@ def _squash(text: str) -> str:
     return re.sub(r"[\W_]+", "", text.casefold())
 
 
+@lru_cache(maxsize=4096)
 def attributes_in(text: str) -> frozenset[str]:
     """The attributes a text names, canonical so that a question and a record compare: colour
     (``colour:blue`` for "blue", "Blue" or "蓝色"), port (``port:usb-c`` for "USB-C", "usb c",

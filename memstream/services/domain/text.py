@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 # Latin words/ids (keeping "xr-500", "usb-c" whole) and single CJK characters, which carry a
 # word's meaning in Chinese text that has no spaces.
@@ -143,11 +144,39 @@ def searchable(content: str, attributes: Mapping[str, str], memory_key: str) -> 
     return " ".join(part for part in (text, " ".join(key_words(memory_key))) if part)
 
 
-def _id_parts(entity_id: str) -> set[str]:
+_NAME_TOKEN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff]+")
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_LATIN_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def name_tokens(name: str) -> tuple[str, ...]:
+    """A name's tokens: runs of Latin letters and digits, and runs of Chinese characters."""
+    return tuple(_NAME_TOKEN.findall(name))
+
+
+def name_in(tokens: tuple[str, ...], text: str) -> bool:
+    """Whether every token is in ``text``: a Latin one as a whole word, case aside (between
+    characters that are not Latin letters or digits), a Chinese one as a part."""
+    words = _latin_words(text)
+    return all(token in text if _CJK.search(token) else token.casefold() in words
+               for token in tokens)  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _latin_words(text: str) -> frozenset[str]:
+    """The runs of Latin letters and digits in ``text``, casefolded: a Latin token is in the
+    text as a whole word exactly when it is one of them (no pattern compiled per name)."""
+    return frozenset(run.casefold() for run in _LATIN_RUN.findall(text))
+
+
+@lru_cache(maxsize=4096)
+def _id_parts(entity_id: str) -> frozenset[str]:
     """An id's parts: runs of letters and runs of digits ("AX-310" → ax, 310)."""
-    return set(re.findall(r"[^\W\d_]+|\d+", entity_id.casefold()))
+    return frozenset(re.findall(r"[^\W\d_]+|\d+", entity_id.casefold()))
 
 
+@lru_cache(maxsize=4096)
 def _shape(entity_id: str) -> str:
     """ "88213" → "d5", "AX-310" → "l2-d3": the kinds and lengths of an id's runs."""
     runs = re.findall(r"[^\W\d_]+|\d+|[\W_]+", entity_id.casefold())

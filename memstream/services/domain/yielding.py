@@ -79,7 +79,7 @@ from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, ScoredResult
 from memstream.services.domain.reading import QuestionReading, attributes_in
-from memstream.services.domain.text import look_alike
+from memstream.services.domain.text import look_alike, name_in, name_tokens
 
 RELEVANCE_SHARE = 0.5
 YIELD_SHARE = 0.9
@@ -310,23 +310,14 @@ def _models(candidate: Candidate) -> frozenset[str]:
     return frozenset(a[6:] for a in attributes_in(described(candidate)) if a.startswith("model:"))
 
 
-_NAME_TOKEN = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff]+")
-
-
 def entity_named(candidate: Candidate, text: str) -> bool:
     """Whether the question names the memory's entity by its whole name: every token of its
-    entity id ("Nexa R71 Graphite") is in the question (as a whole word; Chinese as a part),
-    for a name of two tokens or more or with a digit — a single word ("kettle") is no name."""
-    tokens = _NAME_TOKEN.findall(candidate.entity_id)
+    entity id ("Nexa R71 Graphite") is in the question (``text.name_in``), for a name of two
+    tokens or more or with a digit — a single word ("kettle") is no name."""
+    tokens = name_tokens(candidate.entity_id)
     if not tokens or (len(tokens) < 2 and not any(ch.isdigit() for ch in candidate.entity_id)):
         return False
-    for token in tokens:
-        if re.search(r"[\u3400-\u9fff]", token):
-            if token not in text:
-                return False
-        elif not re.search(rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])", text, re.I):
-            return False
-    return True
+    return name_in(tokens, text)
 
 
 def about_named(candidate: Candidate, reading: QuestionReading) -> bool:
@@ -365,20 +356,26 @@ def lookalike_first(
     if subject or len(results) < 2:
         return list(results)
     asked = content_terms(reading.text)
-    said = {r.candidate.version_id: asked & content_terms(described(r.candidate)) for r in results}
-    out: list[ScoredResult] = []
-    for result in results:
-        c = result.candidate
-        mine = said[c.version_id]
-        finals = [
-            other.scores.final
-            for other in results
-            if other.candidate.fact_type.casefold() == c.fact_type.casefold()
-            and (other.candidate.entity_type, other.candidate.entity_id)
-            != (c.entity_type, c.entity_id)
-            and look_alike(other.candidate.entity_id, c.entity_id)
-            and mine < said[other.candidate.version_id]
-            and other.scores.fused >= RELEVANCE_SHARE * result.scores.fused
-        ]
-        out.append(yielded(result, min(finals), LOOKALIKE) if finals else result)
+    said = [asked & content_terms(described(r.candidate)) for r in results]
+    # Compared within a fact type only (pairs of one fact type, not every pair of results), and
+    # only with a candidate that repeats more of the question's words (a strict superset).
+    kinds: dict[str, list[int]] = {}
+    for n, r in enumerate(results):
+        kinds.setdefault(r.candidate.fact_type.casefold(), []).append(n)
+    out = list(results)
+    for members in kinds.values():
+        for n in members:
+            result, mine = results[n], said[n]
+            c = result.candidate
+            finals = [
+                results[k].scores.final
+                for k in members
+                if mine < said[k]
+                and results[k].scores.fused >= RELEVANCE_SHARE * result.scores.fused
+                and (results[k].candidate.entity_type, results[k].candidate.entity_id)
+                != (c.entity_type, c.entity_id)
+                and look_alike(results[k].candidate.entity_id, c.entity_id)
+            ]
+            if finals:
+                out[n] = yielded(result, min(finals), LOOKALIKE)
     return out
