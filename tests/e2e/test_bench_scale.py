@@ -37,7 +37,7 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         assert set(figures) >= SIZE_KEYS, figures.keys()
         for key in ("query_p50_ms", "query_p95_ms", "erase_subject_s", "bytes_per_memory_pg",
                     "bytes_per_memory_shard", "build_events_per_s", "ingest_events_per_s",
-                    "ingest_cpu_ms_per_event", "rescore_pass_s", "rescore_core_share",
+                    "ingest_cpu_ms_per_event", "rescore_pass_s", "rescore_ms_per_row",
                     "replay_events_per_s", "worker_rss_bytes"):  # fmt: skip
             assert figures[key] > 0, (key, figures[key])
         assert figures["query_p50_ms"] <= figures["query_p95_ms"]
@@ -52,6 +52,10 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         # changed (open complaints past the escalation delay, expiries), not every version.
         assert not figures["rescore_extrapolated"]
         assert 0 < figures["rescore_rows"] < figures["memories"]
+        # Once caught up, the next pass a period later finds only what the clock changed in
+        # that period: none of the versions the first pass scored again.
+        assert figures["rescore_next_rows"] < figures["rescore_rows"]
+        assert 0 <= figures["rescore_core_share"] < 1
         # A shard holds a 384-d float vector per memory at least.
         assert figures["bytes_per_memory_shard"] > 384 * 4
     assert sizes[1]["memories_held"] > sizes[0]["memories_held"]
