@@ -94,3 +94,19 @@ def test_the_runner_builds_it_and_scoring_reports_its_families(tmp_path: Path) -
     assert scores.seedfresh_counts["all · zh"] == 5 * len(KINDS)
     assert scores.headline()["memstream"]["fresh seed wrong-memory rate ↓"] == 0.0
     assert not scores.seedtraps
+
+
+def test_a_waybills_right_node_is_its_latest_by_time() -> None:
+    """The follow-up about a waybill expects its latest tracking node: the one that happened
+    last, so nodes must happen in the order they are told (a node drawn earlier than the one
+    before it made the expected answer a superseded version)."""
+    for seed in range(7, 17):
+        suite = seed_fresh_suite(20, NOW, seed=seed)
+        docs = _docs(suite)
+        for q in suite.questions:
+            if q.group != "followup_waybill":
+                continue
+            (right,) = q.right
+            key = (docs[right]["tenant_id"], docs[right]["memory_key"])
+            nodes = [e for e in docs.values() if (e["tenant_id"], e["memory_key"]) == key]
+            assert docs[right]["occurred_at"] == max(e["occurred_at"] for e in nodes), q.qid

@@ -57,7 +57,13 @@ def followup_waybill(case: FreshCase) -> None:
         steps = rng.randint(2, 4) if n == focus else 1
         # the focused order's last node is older than the other orders' nodes
         start = case.now - (rng.randint(60, 90) if n == focus else rng.randint(2, 12)) * HOUR
+        at = start
         for step in range(steps):
+            # Each node some 8-14 hours after the one before: a waybill's nodes happen in order
+            # (``step * gap`` with a gap drawn per step could put a later node before an
+            # earlier one, and then the latest node by time is not the one the case expects).
+            gap = rng.randint(8, 14) * HOUR
+            at = start if step == 0 else at + gap
             node = nodes[step].format(a=a, b=b)
             text = case.say(
                 f"Waybill {waybill} (order {order}): {node}.",
@@ -66,7 +72,7 @@ def followup_waybill(case: FreshCase) -> None:
             doc = case.put(
                 f"waybill:{waybill}",
                 text,
-                start + step * rng.randint(8, 14) * HOUR,
+                at,
                 f"shipment:{waybill}",
                 "shipment",
                 "logistics",
