@@ -273,6 +273,37 @@ async def test_fact_types_and_excluded_statuses(backend: Backend, rng: np.random
     assert await search_all(backend.index, tenant, unresolved) == {pref.id, open_.id, bare.id}
 
 
+@pytest.mark.parametrize("excluded_nearest", [0, 3, 25, 40])
+async def test_excluded_statuses_leave_the_exact_nearest_allowed(
+    backend: Backend, rng: np.random.Generator, excluded_nearest: int
+) -> None:
+    """However many of the nearest points carry an excluded status (none, a few, more than the
+    limit, all), a search returns the ``limit`` nearest of the others, in order, or all of
+    them when there are fewer."""
+    tenant = new_tenant()
+    query = unit(rng)
+    noise = [unit(rng) for _ in range(40)]
+    # Points ever farther from the query: the first ``excluded_nearest`` are retracted.
+    vectors = [list(np.asarray(query) * (1.0 - k / 45) + np.asarray(noise[k]) * (k / 45))
+               for k in range(40)]  # fmt: skip
+    points = [
+        point(v, status="retracted" if k < excluded_nearest else ("open", None)[k % 2])
+        for k, v in enumerate(vectors)
+    ]
+    await backend.index.upsert(tenant, points)
+    allowed = sorted(
+        (p for p in points if p.payload.get("status") != "retracted"),
+        key=lambda p: cosine(query, list(p.vector)),
+        reverse=True,
+    )
+
+    hits = await backend.index.search(
+        tenant, query, VectorFilter(exclude_statuses=("retracted",)), limit=10
+    )
+
+    assert [h.id for h in hits] == [p.id for p in allowed[:10]]
+
+
 async def test_filters_combine_with_and(backend: Backend, rng: np.random.Generator) -> None:
     tenant = new_tenant()
     later = (T0 + timedelta(days=1)).timestamp()

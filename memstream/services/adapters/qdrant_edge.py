@@ -40,7 +40,7 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -64,6 +64,9 @@ _CONFIG_FILE = "edge_config.json"
 # shard holds and RAM; a worker that had touched ~350 tenants once failed every further open
 # with "Cannot allocate memory (os error 12)"). Reopening a shard costs ~5-100 ms.
 _SCROLL_PAGE = 1024
+# A search that excludes statuses asks the engine for this many more (at least) and drops the
+# excluded hits itself (``search``).
+_EXCLUDED_SLACK = 8
 # The engine's own defaults, stated so that a load after an erasure restores them (a load with a
 # config persists it; an unspecified field would keep ``_VACUUM_ONLY``'s).
 _EVERYDAY = qe.EdgeOptimizersConfig(
@@ -220,14 +223,36 @@ class QdrantEdgeIndex:
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:
+        """The ``limit`` nearest points ``flt`` allows.
+
+        Excluded statuses are dropped here, not by the engine: on a brute-force segment the
+        engine checks a ``must_not`` on the keyword index for every point it scans (100,000
+        points: 27 ms a search with it, 12 ms without, measured), while few points carry an
+        excluded status. So the engine searches without it for ``limit`` + a slack, and the
+        hits with an excluded status are dropped. Exact: the loose search returns a prefix of
+        the loose order, in which the allowed points keep their order; if it kept ``limit`` of
+        them they are the first ``limit``, and if it returned fewer than it was asked for it
+        returned every point the loose filter allows. Otherwise (many excluded points nearest)
+        the engine searches again with the exclusion."""
         query = checked_vector(tenant_id, "query", vector, self._dimension)
-        query_filter = to_edge_filter(flt)
         if limit <= 0:
             return []
+        if flt.exclude_statuses and not flt.ids:
+            excluded = set(flt.exclude_statuses)
+            wanted = limit + max(_EXCLUDED_SLACK, limit // 4)
+            hits = await self._search(tenant_id, query, replace(flt, exclude_statuses=()), wanted)
+            kept = [h for h in hits if h.payload.get("status") not in excluded]
+            if len(kept) >= limit or len(hits) < wanted:
+                return kept[:limit]
+        return await self._search(tenant_id, query, flt, limit)
+
+    async def _search(
+        self, tenant_id: str, query: list[float], flt: VectorFilter, limit: int
+    ) -> list[VectorHit]:
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(query),
-            filter=query_filter,
+            filter=to_edge_filter(flt),
             with_payload=True,
             with_vector=False,
         )
