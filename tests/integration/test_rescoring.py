@@ -199,3 +199,61 @@ async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
         assert (await rescorer.catch_up(timedelta(0))).examined == 4
     finally:
         await local.stop()
+
+
+async def test_a_pass_reads_each_due_version_once_page_by_page(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    """A pass goes on from where its last page ended (in the order of the transition's time,
+    ties by version): every due version is read once however small the pages, what an earlier
+    page scored is never read again in the pass, and what fell due behind the cursor meanwhile
+    is read by the next pass."""
+    from memstream.services.ports import SilentSink
+
+    migrate(fresh_pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
+    local = await LocalMemstream.start(settings, clock=clock)
+
+    def complaint(n: int, hours_ago: int) -> dict[str, object]:
+        return {
+            "event_id": f"c{n}",
+            "tenant_id": tenant,
+            "memory_key": f"complaint:{n}",
+            "entity_type": "customer",
+            "entity_id": f"C-{n}",
+            "fact_type": "complaint",
+            "content": f"Complaint number {n}",
+            "source_system": "ticketing",
+            "status": "open",
+            "occurred_at": (start - timedelta(hours=hours_ago)).isoformat(),
+        }
+
+    try:
+        # Eight open complaints, two pairs of them at the same moment.
+        await local.ingest([complaint(n, h) for n, h in enumerate([90, 80, 80, 70, 60, 60, 50, 1])])
+        clock.now = start + timedelta(days=3)
+        rescorer = Rescorer(
+            local.container.rules, local.container.index, SilentSink().scored, clock, batch=3
+        )
+        pages = [(await rescorer.run_once()).examined for _ in range(3)]
+        assert pages == [3, 3, 2], "every complaint once, the last page ends the pass"
+        with psycopg.connect(fresh_pg_dsn) as conn:
+            scored = conn.execute(
+                "SELECT count(*), count(DISTINCT version_id) FROM version_scores"
+            ).fetchone()
+        assert scored == (8, 8)
+        assert (await rescorer.run_once()).examined == 0, "a new pass: nothing is due"
+
+        # A page into the next pass, a complaint older than its cursor falls due.
+        await local.ingest([complaint(n, h) for n, h in [(8, 95), (9, 94), (10, 93), (11, 30)]])
+        clock.now += timedelta(days=1)
+        first = await rescorer.run_once()
+        assert first.examined == 3  # c8, c9, c10: the oldest
+        await local.ingest([complaint(12, 99)])  # behind the cursor now
+        assert (await rescorer.run_once()).examined == 1  # c11: the pass ends
+        assert (await rescorer.run_once()).examined == 1  # the next pass: c12
+        assert (await rescorer.run_once()).examined == 0
+    finally:
+        await local.stop()

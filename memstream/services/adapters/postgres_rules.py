@@ -13,7 +13,7 @@ Must not import handlers or streams.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -25,6 +25,7 @@ from memstream.services.adapters.postgres_rows import VERSION_COLUMNS, row_to_ve
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores
 from memstream.services.domain.trust import DEFAULT_STATE_RULES, StateRules
+from memstream.services.ports import DueCursor, DueItem, DuePage
 
 KINDS = ("half_life", "authority")
 # The version columns of ``m`` (memory_versions) next to its scores.
@@ -33,25 +34,40 @@ _M_COLUMNS = sql.SQL(", ").join(
 )
 
 
-def _due_query(state: StateRules) -> sql.Composed:
-    """Current versions past a transition (``rescoring.transitions``) since they were last
-    scored. Each arm matches a partial index of migration 0014 (the same literals, so the
-    planner can use it): the pass reads the versions whose state can change by the clock,
-    never the whole store."""
+_FIRST = DueCursor(0, datetime.min.replace(tzinfo=UTC), "00000000-0000-0000-0000-000000000000")
+
+
+def _due_query(state: StateRules, arm: int) -> sql.Composed:
+    """One arm of the current versions past a transition (``rescoring.transitions``) since they
+    were last scored: 0, a ``valid_to`` passed; 1, an open matter past its escalation. Each arm
+    matches a partial index of migration 0014 (the same literals, so the planner can use it) and
+    is read in that index's order from a cursor (``%(at)s``, ``%(id)s``): a pass reads each due
+    version once, and the versions its earlier pages scored are behind the cursor, not read
+    again page after page."""
     opened = sql.SQL(", ").join(sql.Literal(s) for s in sorted(state.open_statuses))
     escalating = sql.SQL(", ").join(sql.Literal(f) for f in sorted(state.escalating_fact_types))
+    due: sql.Composable
+    if arm == 0:
+        key = sql.SQL("m.valid_to")
+        due = sql.SQL(
+            "m.valid_to IS NOT NULL AND m.valid_to <= %(now)s"
+            " AND (s.scored_at IS NULL OR s.scored_at <= m.valid_to)"
+        )
+    else:
+        key = sql.SQL("m.occurred_at")
+        due = sql.SQL(
+            "lower(btrim(m.status)) IN ({opened}) AND lower(m.fact_type) IN ({escalating})"
+            " AND m.occurred_at <= %(now)s - %(escalate)s"
+            " AND (s.scored_at IS NULL OR s.scored_at <= m.occurred_at + %(escalate)s)"
+        ).format(opened=opened, escalating=escalating)
     return sql.SQL(
         "SELECT {columns}, s.recency AS s_recency, s.state AS s_state,"
         " s.effective_status AS s_status, s.scored_at AS s_scored_at"
         " FROM memory_versions m LEFT JOIN version_scores s USING (version_id)"
-        " WHERE m.is_current AND ("
-        "  (m.valid_to IS NOT NULL AND m.valid_to <= %(now)s"
-        "   AND (s.scored_at IS NULL OR s.scored_at <= m.valid_to))"
-        "  OR (lower(btrim(m.status)) IN ({opened}) AND lower(m.fact_type) IN ({escalating})"
-        "   AND m.occurred_at <= %(now)s - %(escalate)s"
-        "   AND (s.scored_at IS NULL OR s.scored_at <= m.occurred_at + %(escalate)s)))"
-        " LIMIT %(limit)s"
-    ).format(columns=_M_COLUMNS, opened=opened, escalating=escalating)
+        " WHERE m.is_current AND {due}"
+        " AND {key} >= %(at)s AND ({key} > %(at)s OR m.version_id > %(id)s::uuid)"
+        " ORDER BY {key}, m.version_id LIMIT %(limit)s"
+    ).format(columns=_M_COLUMNS, due=due, key=key)
 
 
 class PostgresRules:
@@ -100,27 +116,37 @@ class PostgresRules:
             raise translate(exc, f"setting a rule of tenant {tenant_id!r}") from exc
 
     async def due(
-        self, now: datetime, limit: int, state: StateRules = DEFAULT_STATE_RULES
-    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
-        """Current versions with a state transition passed since they were last scored."""
+        self,
+        now: datetime,
+        limit: int,
+        after: DueCursor | None = None,
+        state: StateRules = DEFAULT_STATE_RULES,
+    ) -> DuePage:
+        """Current versions with a state transition passed since they were last scored, from
+        ``after`` on (None: from the start of a pass)."""
+        cursor = after or _FIRST
+        rows: list[dict[str, Any]] = []
         try:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                params = {"now": now, "escalate": state.escalate_after, "limit": limit}
-                await cur.execute(_due_query(state), params)
-                rows = await cur.fetchall()
+                for arm in (0, 1):
+                    if arm < cursor.arm:
+                        continue
+                    start = cursor if arm == cursor.arm else _FIRST
+                    params = {"now": now, "escalate": state.escalate_after, "at": start.at,
+                              "id": start.version_id, "limit": limit - len(rows)}  # fmt: skip
+                    await cur.execute(_due_query(state, arm), params)
+                    page = await cur.fetchall()
+                    rows += page
+                    if len(rows) == limit:
+                        end = page[-1]
+                        key = end["valid_to"] if arm == 0 else end["occurred_at"]
+                        return DuePage(
+                            _due_items(rows), DueCursor(arm, key, str(end["version_id"]))
+                        )
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, "listing versions due for rescoring") from exc
-        return [
-            (
-                row_to_version(r),
-                TimeScores(r["s_recency"], r["s_state"], r["s_status"])
-                if r["s_scored_at"] is not None
-                else None,
-                r["s_scored_at"],
-            )
-            for r in rows
-        ]
+        return DuePage(_due_items(rows), None)
 
     async def save(
         self, items: Sequence[tuple[MemoryVersion, TimeScores, datetime | None]], now: datetime
@@ -171,3 +197,16 @@ class PostgresRules:
         except (psycopg.Error, PoolTimeout) as exc:
             raise translate(exc, f"saving {len(items)} rescored versions") from exc
         return written
+
+
+def _due_items(rows: list[dict[str, Any]]) -> list[DueItem]:
+    return [
+        (
+            row_to_version(r),
+            TimeScores(r["s_recency"], r["s_state"], r["s_status"])
+            if r["s_scored_at"] is not None
+            else None,
+            r["s_scored_at"],
+        )
+        for r in rows
+    ]

@@ -19,7 +19,7 @@ from memstream.services.domain.decay import DEFAULT_DECAY
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores, is_material, time_scores
 from memstream.services.domain.trust import DEFAULT_STATE_RULES
-from memstream.services.ports import RulesRepository, VectorIndex
+from memstream.services.ports import DueCursor, RulesRepository, VectorIndex
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,9 @@ class Rescorer:
         self._announce = announce
         self._clock = clock
         self._batch = batch
+        # Where the pass under way stands: a run goes on from the last one's page, and after
+        # the page that ends a pass the next run starts a new one (what fell due meanwhile).
+        self._cursor: DueCursor | None = None
 
     async def catch_up(self, budget: timedelta) -> RescoreReport:
         """Bounded runs back to back while the last one was full, for at most ``budget``: a
@@ -61,7 +64,8 @@ class Rescorer:
 
     async def run_once(self) -> RescoreReport:
         now = self._clock()
-        due = await self._rules.due(now, self._batch)
+        page = await self._rules.due(now, self._batch, self._cursor)
+        self._cursor, due = page.next, page.items
         computed = []
         tenant_rules: dict[str, dict[str, dict[str, float]]] = {}
         for version, previous, seen in due:

@@ -152,6 +152,26 @@ class ChangeSink(Protocol):
         ...
 
 
+# A version due for rescoring: (version, its last scores or None, when they were scored or None).
+DueItem = tuple[MemoryVersion, TimeScores | None, datetime | None]
+
+
+@dataclass(frozen=True, slots=True)
+class DueCursor:
+    """Where a rescoring pass stands: the last version read (``version_id``) and its key
+    (``at``) in the order of the pass's ``arm`` (the adapter's: one per kind of transition)."""
+
+    arm: int
+    at: datetime
+    version_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DuePage:
+    items: list[DueItem]
+    next: DueCursor | None  # None: the pass has read every due version
+
+
 class RulesRepository(Protocol):
     """Per-tenant rules that change at run time, and the materialised time scores."""
 
@@ -159,11 +179,10 @@ class RulesRepository(Protocol):
         """{"half_life": {fact_type: seconds}, "authority": {source: value}}."""
         ...
 
-    async def due(
-        self, now: datetime, limit: int
-    ) -> list[tuple[MemoryVersion, TimeScores | None, datetime | None]]:
+    async def due(self, now: datetime, limit: int, after: DueCursor | None = None) -> DuePage:
         """Current versions with a state transition (``rescoring.transitions``) passed since
-        they were last scored: (version, last scores or None, scored_at or None)."""
+        they were last scored, at most ``limit``, from ``after`` (None: from the start of a
+        pass); the page's ``next`` continues the pass, None when it is over."""
         ...
 
     async def save(
