@@ -59,8 +59,8 @@ ZIPF_S = 1.1
 
 @dataclass(frozen=True)
 class ScaleOptions:
-    sizes: tuple[int, ...] = (10_000, 50_000)
-    tenants: int = 300
+    sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+    tenants: int = 1_000
     tenant_memories: int = 5
     questions: int = 100
     ingest_events: int = 300
