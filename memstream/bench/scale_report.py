@@ -102,10 +102,17 @@ def print_scale(doc: dict[str, Any]) -> None:
             "tenants written (s, a new shard each)",
             f"{tenants['build_s']:.1f} ({tenants['build_s'] / tenants['count']:.2f} per tenant)",
         )
+        per_shard = tenants["rss_per_open_shard_bytes"]
         side.add_row(
             "per open shard: memory maps · RSS",
             f"{tenants['maps_per_open_shard']:.0f} · "
-            f"{tenants['rss_per_open_shard_bytes'] / 2**20:.2f} MiB",
+            + (
+                f"{per_shard / 2**20:.2f} MiB"
+                if per_shard >= 0
+                # After a large tenant the process may return more memory than the small
+                # tenants' shards take: the difference says nothing of a shard then.
+                else "not measurable (the process's RSS fell meanwhile)"
+            ),
         )
     side.add_row(
         f"ingest at {ingest['at_memories']:,}: events/s · model alone texts/s",
