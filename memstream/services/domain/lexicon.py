@@ -570,7 +570,9 @@ _CJK_COMMON_WORDS = (
 _CJK_COMMON = frozenset(_CJK_COMMON_WORDS.split())
 
 
-@lru_cache(maxsize=4096)
+# Memo for the texts one request ranks (a candidate's text is read by several rules); kept
+# small: its keys are memory contents (up to 32 KiB each), held until evicted.
+@lru_cache(maxsize=512)
 def content_terms(text: str) -> frozenset[str]:
     """The words that can name something: Latin words of three letters or more (or with a
     digit) that are not common question words, and the two-character runs of Chinese text."""

@@ -182,7 +182,9 @@ def _squash(text: str) -> str:
     return re.sub(r"[\W_]+", "", text.casefold())
 
 
-@lru_cache(maxsize=4096)
+# Memo for the texts one request ranks (a candidate's text is read by several rules); kept
+# small: its keys are memory contents (up to 32 KiB each), held until evicted.
+@lru_cache(maxsize=512)
 def attributes_in(text: str) -> frozenset[str]:
     """The attributes a text names, canonical so that a question and a record compare: colour
     (``colour:blue`` for "blue", "Blue" or "蓝色"), port (``port:usb-c`` for "USB-C", "usb c",
