@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import shutil
 import threading
@@ -58,6 +59,7 @@ from memstream.services.adapters.vector_common import (
 from memstream.services.ports import AdapterError, VectorFilter, VectorHit, VectorPoint
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _CONFIG_FILE = "edge_config.json"
 # Open shards at most: see ``shard_budget`` (derived from vm.max_map_count, the maps one open
@@ -410,13 +412,28 @@ class QdrantEdgeIndex:
     async def _run(
         self, tenant_id: str, what: str, fn: Callable[[qe.EdgeShard], T], *, create: bool
     ) -> T:
-        """``fn(engine)`` in a worker thread under the shard's lock, errors translated."""
-        while True:
-            shard = await self._shard(tenant_id, create=create)
-            async with shard.lock:
-                if shard.closed:  # dropped or closed while we waited: look it up again
-                    continue
-                return await asyncio.to_thread(_call, tenant_id, what, shard, fn)
+        """``fn(engine)`` in a worker thread under the shard's lock, errors translated. A call
+        that ends with more shards open than the limit (opened while the others were busy)
+        closes the idle ones beyond it, so the limit holds again once the calls are done."""
+        try:
+            while True:
+                shard = await self._shard(tenant_id, create=create)
+                async with shard.lock:
+                    if shard.closed:  # dropped or closed while we waited: look it up again
+                        continue
+                    return await asyncio.to_thread(_call, tenant_id, what, shard, fn)
+        finally:
+            if len(self._shards) > self._max_open:
+                await self._trim()
+
+    async def _trim(self) -> None:
+        """Close idle shards beyond the limit; a shard that fails to close is left to the next
+        trim (this call's own result stands: the failure is another tenant's shard's)."""
+        try:
+            async with self._registry_lock:
+                await self._evict_idle(room=0)
+        except AdapterError as exc:
+            log.warning("closing idle vector shards beyond the limit failed: %s", exc)
 
     @property
     def max_open(self) -> int:
@@ -438,12 +455,13 @@ class QdrantEdgeIndex:
                 shard = await asyncio.to_thread(self._open_and_register, tenant_id, create)
             return shard
 
-    async def _evict_idle(self) -> None:
-        """Close least recently used shards no call is using until one more may open (called
-        under the registry lock). A caller that fetched an evicted shard finds it closed and
-        opens it again (``_run``); if every open shard is busy, the limit waits for none."""
+    async def _evict_idle(self, room: int = 1) -> None:
+        """Close least recently used shards no call is using until ``room`` more may open
+        (called under the registry lock). A caller that fetched an evicted shard finds it closed
+        and opens it again (``_run``); if every open shard is busy, the limit waits for none
+        (the last call to end closes what is beyond it)."""
         for tenant_id in list(self._shards):
-            if len(self._shards) < self._max_open:
+            if len(self._shards) + room <= self._max_open:
                 return
             shard = self._shards[tenant_id]
             if shard.lock.locked():
