@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 from qdrant_client import AsyncQdrantClient
 
-from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
+from memstream.services.adapters.qdrant_edge import PAYLOAD_INDEXES, QdrantEdgeIndex
 from memstream.services.adapters.qdrant_server import QdrantServerIndex
+from memstream.services.adapters.shard_budget import maps_in_use, shard_maps
 from memstream.services.ports import (
     AdapterError,
     TransientError,
@@ -53,16 +55,19 @@ class Backend:
     storage_of: Callable[[str], Awaitable[str | None]]
 
 
-@pytest.fixture(params=["edge", "server"])
+# "edge" as a small tenant's shard is (no payload indexes: the engine reads each payload),
+# "edge-indexed" as a large one's (payload indexes from the first point).
+@pytest.fixture(params=["edge", "edge-indexed", "server"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    if request.param == "edge":
-        edge = QdrantEdgeIndex(tmp_path / "vectors", DIM)
+    if request.param.startswith("edge"):
+        indexed = request.param == "edge-indexed"
+        edge = QdrantEdgeIndex(tmp_path / "vectors", DIM, index_from=0 if indexed else 10**9)
 
         async def shard_of(tenant_id: str) -> str | None:
             path = edge.shard_dir(tenant_id)
             return str(path) if await asyncio.to_thread(path.exists) else None
 
-        yield Backend("edge", edge, shard_of)
+        yield Backend(request.param, edge, shard_of)
         await edge.close()
     else:
         client = AsyncQdrantClient(location=":memory:")
@@ -616,17 +621,100 @@ async def test_edge_keeps_at_most_max_open_shards_and_reopens_the_evicted(
         QdrantEdgeIndex(root, DIM, max_open=0)
 
 
+def stored_indexes(shard: Path) -> set[str]:
+    """The payload indexes a closed shard holds, read by the engine itself."""
+    vectors = qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)
+    engine = qe.EdgeShard.load(str(shard), qe.EdgeConfig(vectors=vectors))
+    try:
+        return set(engine.info().payload_schema)
+    finally:
+        engine.close()
+
+
+async def test_edge_a_shard_gets_payload_indexes_once_it_holds_index_from_points(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    # A small tenant's shard has none (an eighth of the memory maps, a faster reopen); one that
+    # grows past the threshold gets them all, and keeps them after a reopen.
+    root = tmp_path / "vectors"
+    index = QdrantEdgeIndex(root, DIM, index_from=5)
+    small, large = new_tenant(), new_tenant()
+    small_points = [point(unit(rng)) for _ in range(4)]
+    large_points = [point(unit(rng), anchors=["customer:c1"]) for _ in range(6)]
+    try:
+        await index.upsert(small, small_points)
+        await index.upsert(large, large_points[:3])
+        assert index.open_maps == 2 * shard_maps(0)
+        await index.upsert(large, large_points[3:])
+        assert index.open_maps == shard_maps(0) + shard_maps(len(PAYLOAD_INDEXES))
+        hits = await index.search(large, list(large_points[0].vector), VectorFilter(), 10)
+        assert {h.id for h in hits} == {p.id for p in large_points}
+    finally:
+        await index.close()
+    assert stored_indexes(index.shard_dir(small)) == set()
+    assert stored_indexes(index.shard_dir(large)) == {name for name, _ in PAYLOAD_INDEXES}
+    again = QdrantEdgeIndex(root, DIM, index_from=5)
+    try:
+        for tenant, points in ((small, small_points), (large, large_points)):
+            assert await again.point_ids(tenant) == {p.id for p in points}
+        assert again.open_maps == shard_maps(0) + shard_maps(len(PAYLOAD_INDEXES))
+    finally:
+        await again.close()
+
+
+async def test_edge_an_open_shard_maps_no_more_than_the_budget_counts_it_for(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    # The kernel's own count (/proc/self/maps), shards created and written by this process (the
+    # most maps measured), small and indexed: the budget must not count fewer than they hold.
+    index = QdrantEdgeIndex(tmp_path / "vectors", DIM, index_from=6)
+    try:
+        await index.upsert(new_tenant(), [point(unit(rng))])  # the worker thread exists now
+        counted, before = index.open_maps, maps_in_use()
+        for size in [3] * 10 + [8] * 3:
+            await index.upsert(new_tenant(), [point(unit(rng)) for _ in range(size)])
+        assert index.open_maps == counted + 10 * shard_maps(0) + 3 * shard_maps(10)
+        assert maps_in_use() - before <= index.open_maps - counted
+    finally:
+        await index.close()
+
+
+async def test_edge_keeps_the_maps_of_its_open_shards_within_its_room(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    # Room for two indexed shards' maps (or twenty small ones): large tenants evict more.
+    room = 2 * shard_maps(len(PAYLOAD_INDEXES))
+    index = QdrantEdgeIndex(tmp_path / "vectors", DIM, index_from=4, map_room=room)
+    tenants = [new_tenant() for _ in range(8)]
+    sizes = [2, 6, 2, 6, 2, 2, 6, 2]  # three grow past index_from
+    written = {t: [point(unit(rng)) for _ in range(n)] for t, n in zip(tenants, sizes, strict=True)}
+    try:
+        for tenant in tenants:
+            await index.upsert(tenant, written[tenant])
+            assert index.open_maps <= room
+        for _ in range(2):
+            for tenant in tenants:
+                assert await index.point_ids(tenant) == {p.id for p in written[tenant]}
+                assert index.open_maps <= room
+        counts = await asyncio.gather(*(index.count(t) for t in tenants * 2))
+        assert counts == sizes * 2
+        assert index.open_maps <= room
+    finally:
+        await index.close()
+
+
 def raw_count(root: Path, needle: bytes) -> int:
     """How many times ``needle`` occurs in the bytes of every file under ``root``."""
     return sum(f.read_bytes().count(needle) for f in root.rglob("*") if f.is_file())
 
 
+@pytest.mark.parametrize("index_from", [0, 10**9], ids=["indexed", "small"])
 async def test_edge_compaction_leaves_no_byte_of_a_deleted_point(
-    tmp_path: Path, rng: np.random.Generator
+    tmp_path: Path, rng: np.random.Generator, index_from: int
 ) -> None:
     tenant = new_tenant()
     root = tmp_path / "vectors"
-    index = QdrantEdgeIndex(root, DIM)
+    index = QdrantEdgeIndex(root, DIM, index_from=index_from)
     canary = f"canary-{uuid.uuid4()}"
     erased = [point(unit(rng), anchors=[f"customer:{canary}"]) for _ in range(3)]
     kept = [point(unit(rng)) for _ in range(40)]

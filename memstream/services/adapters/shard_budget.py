@@ -6,13 +6,18 @@ memory maps of a process (``vm.max_map_count``, 65,530 by default): a worker tha
 shard also holds anonymous memory of its own. The budget is the smaller of
 
 - maps: ``MAP_SHARE`` of ``vm.max_map_count``, less what the process maps already (the model,
-  Python, the drivers), divided by ``MAPS_PER_SHARD``;
+  Python, the drivers) — the ``map_room`` — divided by ``MAPS_PER_SHARD``, what a shard without
+  payload indexes maps (a small tenant's: the index creates them once a shard holds
+  ``qdrant_edge.INDEX_FROM_POINTS`` points); the index also keeps the maps of its open shards,
+  each ``MAPS_PER_INDEX`` more per payload index, within ``map_room``;
 - memory: ``RAM_SHARE`` of the RAM this process may use (``MemTotal``, or the cgroup's
   ``memory.max`` when lower) divided by ``BYTES_PER_SHARD``;
 
 bounded by ``[MIN_OPEN, MAX_OPEN]``. ``MEMSTREAM_MAX_OPEN_SHARDS`` replaces it. The per-shard
-figures were measured with ``memstream bench scale`` (it prints them again on every run):
-qdrant-edge-py 0.9, the ten payload indexes of ``qdrant_edge.PAYLOAD_INDEXES``, one segment.
+figures were measured on qdrant-edge-py 0.9 (``memstream bench scale`` prints them again on
+every run): a shard of one segment and no payload index holds 23-27 maps once loaded (12 of
+them its files, the rest the engine's own memory), 30-32 when it was created by this process;
+with the ten payload indexes of ``qdrant_edge.PAYLOAD_INDEXES`` 112-119.
 A reopened shard also maps its whole write-ahead log (~70 MiB of file pages): page cache the
 kernel takes back under pressure, not counted here, shown by the bench.
 
@@ -24,9 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-MAPS_PER_SHARD = 120  # measured: 116-120 memory maps per open shard
+MAPS_PER_SHARD = 32  # measured: 23-32 memory maps per open shard without payload indexes
+MAPS_PER_INDEX = 10  # measured: 8.7-8.9 more per payload index (112-119 with the ten)
 BYTES_PER_SHARD = 2 << 20  # measured: 0.1-0.9 MiB of anonymous memory per open shard; 2 MiB
-MAP_SHARE = 0.5  # of vm.max_map_count for shards: the rest for everything else in the process
+# Of vm.max_map_count for shards. The rest is for everything else in the process: a worker
+# with the model loaded maps 560-1,500 (measured by the scale bench), a tenth of that rest.
+MAP_SHARE = 0.75
 RAM_SHARE = 0.25  # of the process's RAM for open shards' own memory
 MIN_OPEN, MAX_OPEN = 8, 4096
 DEFAULT_MAX_MAP_COUNT = 65_530  # Linux's default, when /proc cannot be read
@@ -36,6 +44,7 @@ DEFAULT_MAX_MAP_COUNT = 65_530  # Linux's default, when /proc cannot be read
 class ShardBudget:
     max_open: int
     by_maps: int
+    map_room: int
     by_ram: int
     max_map_count: int
     maps_in_use: int
@@ -48,8 +57,9 @@ class ShardBudget:
         return (
             f"vector shards: at most {self.max_open} open — maps allow {self.by_maps} "
             f"({MAP_SHARE:.0%} of vm.max_map_count {self.max_map_count}, {self.maps_in_use} in "
-            f"use, {MAPS_PER_SHARD} per shard), memory allows {self.by_ram} ({RAM_SHARE:.0%} of "
-            f"{self.ram_bytes / 2**30:.1f} GiB, {BYTES_PER_SHARD / 2**20:.0f} MiB per shard)"
+            f"use, {MAPS_PER_SHARD} per shard and {MAPS_PER_INDEX} per payload index), memory "
+            f"allows {self.by_ram} ({RAM_SHARE:.0%} of {self.ram_bytes / 2**30:.1f} GiB, "
+            f"{BYTES_PER_SHARD / 2**20:.0f} MiB per shard)"
         )
 
 
@@ -92,9 +102,15 @@ def ram_bytes() -> int:
 def shard_budget(override: int = 0) -> ShardBudget:
     """The open-shard limit of this process now; ``override`` > 0 replaces it."""
     maps, in_use, ram = max_map_count(), maps_in_use(), ram_bytes()
-    by_maps = max(0, int(maps * MAP_SHARE) - in_use) // MAPS_PER_SHARD
+    room = max(0, int(maps * MAP_SHARE) - in_use)
+    by_maps = room // MAPS_PER_SHARD
     by_ram = int(ram * RAM_SHARE) // BYTES_PER_SHARD
     if override > 0:
-        return ShardBudget(override, by_maps, by_ram, maps, in_use, ram, override=True)
+        return ShardBudget(override, by_maps, room, by_ram, maps, in_use, ram, override=True)
     chosen = max(MIN_OPEN, min(MAX_OPEN, by_maps, by_ram))
-    return ShardBudget(chosen, by_maps, by_ram, maps, in_use, ram)
+    return ShardBudget(chosen, by_maps, room, by_ram, maps, in_use, ram)
+
+
+def shard_maps(payload_indexes: int) -> int:
+    """The memory maps an open shard with this many payload indexes is counted for."""
+    return MAPS_PER_SHARD + MAPS_PER_INDEX * payload_indexes
