@@ -18,7 +18,8 @@ across texts from a ``VectorCache``); at each size, in order:
 8. the process's RSS and memory maps.
 
 Then ``--tenants`` small tenants (``--tenant-memories`` each), questions over them with a Zipf
-popularity (s = 1.1), beside the same questions all asked of one tenant; the shard budget
+popularity (s = 1.1), the first ones (cold) and, ``WARM_ROUNDS`` times as many questions later,
+the measured ones (steady), beside the same questions all asked of one tenant; the shard budget
 (``shard_budget``) and the maps and memory each open shard took. Nothing is asserted.
 """
 
@@ -29,6 +30,7 @@ import shutil
 import tempfile
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -215,7 +217,11 @@ async def _one_size(
     figures["bytes_per_memory_shard"] = m.disk_bytes(shard) / current if shard else 0.0
     say(f"{size}: {options.questions} questions, idle …")
     asks = [(TENANT, q) for q in m.questions(options.questions, f"idle {size}")]
-    figures["query_p50_ms"], figures["query_p95_ms"] = m.p50_p95(await m.ask_all(container, asks))
+    stages: list[Mapping[str, float]] = []
+    figures["query_p50_ms"], figures["query_p95_ms"] = m.p50_p95(
+        await m.ask_all(container, asks, stages)
+    )
+    figures["query_stage_p50_ms"] = m.stage_medians(stages)
     say(f"{size}: ingesting {options.ingest_events} new events (the real model) …")
     figures.update(
         await m.ingest(
@@ -254,6 +260,9 @@ async def _one_size(
     return figures
 
 
+WARM_ROUNDS = 5  # Zipf questions asked before the measured ones, in multiples of them
+
+
 def zipf_tenants(count: int, draws: int, seed: int = 5) -> list[int]:
     """``draws`` tenant ranks (0 = the most asked) with probability ∝ 1 / (rank + 1) ** s."""
     weights = 1.0 / np.arange(1, count + 1) ** ZIPF_S
@@ -284,11 +293,22 @@ async def _tenants(
     rss1, maps1 = m.rss_and_maps()
     opened = max(1, getattr(container.index, "open_shards", 0) - open0)
     say(f"{count} tenants: questions, Zipf over the tenants, then all of one tenant …")
-    texts = m.questions(options.questions, "tenants")
+    # The first questions after the build find the shards the build opened last (the least
+    # asked tenants, built last) and every popular tenant's closed: "cold". Then the Zipf draws
+    # go on (``WARM_ROUNDS`` times as many), and the last ``questions`` are measured: the
+    # steady state, where the popular tenants' shards stay open and the rest are reopened.
+    texts = m.questions(options.questions * (WARM_ROUNDS + 1), "tenants")
     ranks = zipf_tenants(count, len(texts))
-    zipf = await m.ask_all(container, [(names[r], t) for r, t in zip(ranks, texts, strict=True)])
-    one = await m.ask_all(container, [(names[0], t + " again") for t in texts])
-    p50, p95 = m.p50_p95(zipf)
+    stages: list[Mapping[str, float]] = []
+    zipf = await m.ask_all(
+        container, [(names[r], t) for r, t in zip(ranks, texts, strict=True)], stages
+    )
+    cold, steady = zipf[: options.questions], zipf[-options.questions :]
+    # Where the slowest tenth of the measured questions spent their time, beside the rest.
+    order = sorted(range(len(zipf) - len(steady), len(zipf)), key=lambda i: zipf[i])
+    tenth = max(1, len(order) // 10)
+    one = await m.ask_all(container, [(names[0], t + " again") for t in texts[-len(steady) :]])
+    p50, p95 = m.p50_p95(steady)
     one50, one95 = m.p50_p95(one)
     return {
         "count": count,
@@ -296,6 +316,11 @@ async def _tenants(
         "one_tenant_query_p95_ms": one95,
         "query_p50_ms": p50,
         "one_tenant_query_p50_ms": one50,
+        "cold_query_p50_ms": m.p50_p95(cold)[0],
+        "cold_query_p95_ms": m.p50_p95(cold)[1],
+        "asked_before_measuring": len(zipf) - len(steady),
+        "stage_p50_ms": m.stage_medians([stages[i] for i in order[:-tenth]]),
+        "slowest_tenth_stage_p50_ms": m.stage_medians([stages[i] for i in order[-tenth:]]),
         "distinct_tenants_asked": len(set(ranks)),
         "build_s": build_s,
         "open_shards": getattr(container.index, "open_shards", 0),

@@ -12,7 +12,7 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -104,18 +104,36 @@ def request(tenant: str, text: str) -> dict[str, Any]:
     }
 
 
-async def ask(container: bootstrap.Container, tenant: str, text: str) -> float:
-    """One retrieval through the retrieval handler; its latency in ms (an error raises)."""
+async def ask(
+    container: bootstrap.Container,
+    tenant: str,
+    text: str,
+    stages: list[Mapping[str, float]] | None = None,
+) -> float:
+    """One retrieval through the retrieval handler; its latency in ms (an error raises). The
+    reply's own stage timings (``latency_ms``) go to ``stages`` when given."""
     started = time.perf_counter()
     reply = await container.retriever.retrieve(request(tenant, text))
     spent = (time.perf_counter() - started) * 1000
     if reply.get("status") not in {"ok", "skipped"}:
         raise RuntimeError(f"retrieval failed: {reply.get('error')}")
+    if stages is not None:
+        stages.append(reply.get("latency_ms") or {})
     return spent
 
 
-async def ask_all(container: bootstrap.Container, asks: list[tuple[str, str]]) -> list[float]:
-    return [await ask(container, tenant, text) for tenant, text in asks]
+async def ask_all(
+    container: bootstrap.Container,
+    asks: list[tuple[str, str]],
+    stages: list[Mapping[str, float]] | None = None,
+) -> list[float]:
+    return [await ask(container, tenant, text, stages) for tenant, text in asks]
+
+
+def stage_medians(stages: list[Mapping[str, float]]) -> dict[str, float]:
+    """The median of each stage the replies timed (ms), over the replies that timed it."""
+    names = sorted({name for timed in stages for name in timed})
+    return {name: statistics.median(float(t[name]) for t in stages if name in t) for name in names}
 
 
 async def ingest(

@@ -16,6 +16,12 @@ ROWS: list[tuple[str, str, str]] = [
     ("memories written (events/s, ingest handler, cached vectors)", "build_events_per_s", "{:.0f}"),
     ("query p50 / p95, idle (ms)", "query_p50_ms|query_p95_ms", "{:.1f} / {:.1f}"),
     (
+        "  p50 by stage: embed / vector / keyword (the wait left) / fetch / rank (ms)",
+        "query_stage_p50_ms.embed|query_stage_p50_ms.vector|query_stage_p50_ms.keyword|"
+        "query_stage_p50_ms.fetch|query_stage_p50_ms.rank",
+        "{:.1f} / {:.1f} / {:.1f} / {:.1f} / {:.1f}",
+    ),
+    (
         "query p50 / p95, under ingest (ms)",
         "query_under_ingest_p50_ms|query_under_ingest_p95_ms",
         "{:.1f} / {:.1f}",
@@ -86,9 +92,15 @@ def print_scale(doc: dict[str, Any]) -> None:
     side.add_column("value", justify="right")
     if tenants.get("count"):
         side.add_row(
-            f"{tenants['count']:,} tenants (Zipf, s = 1.1): query p50 / p95 (ms)",
+            f"{tenants['count']:,} tenants (Zipf, s = 1.1), after "
+            f"{tenants.get('asked_before_measuring', 0):,} questions: query p50 / p95 (ms)",
             f"{tenants['query_p50_ms']:.1f} / {tenants['query_p95_ms']:.1f}",
         )
+        if "cold_query_p95_ms" in tenants:
+            side.add_row(
+                "  the first questions after the build (cold): p50 / p95 (ms)",
+                f"{tenants['cold_query_p50_ms']:.1f} / {tenants['cold_query_p95_ms']:.1f}",
+            )
         side.add_row(
             "the same questions, one tenant: p50 / p95 (ms)",
             f"{tenants['one_tenant_query_p50_ms']:.1f} / {tenants['one_tenant_query_p95_ms']:.1f}",

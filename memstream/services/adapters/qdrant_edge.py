@@ -106,11 +106,18 @@ _DATATYPES: dict[str, qe.VectorStorageDatatype] = {
     "turbo8": qe.VectorStorageDatatype.Turbo8,
 }
 
+# Search threads per open shard. The engine's default started 8 threads a shard (each with its
+# stack's memory maps: 28 maps a small shard, against 13 with one), while a shard that is never
+# optimised is one segment, which one thread searches (100,000 points: 4.2-5.8 ms with one
+# thread, 4.9-6.3 with the default; measured, qdrant-edge-py 0.9).
+_SEARCH_THREADS = 1
+
 # A shard gets its payload indexes once it holds this many points. Below it a filtered search
-# reads each point's payload (~2.3 µs a point: 1,000 points 2-4 ms), the shard holds 23-32
-# memory maps and loads in 9-15 ms; with the ten indexes 112-119 maps and 30-40 ms (measured,
-# qdrant-edge-py 0.9). So a small tenant costs a quarter of the maps, four times as many stay
-# open, and one reopened costs less; a large one is indexed (160 ms at 2,000 points, once).
+# reads each point's payload (~2.3 µs a point: 1,000 points 2-4 ms), the shard holds 12-17
+# memory maps and loads in 7-11 ms; with the ten indexes 103-105 maps and 30-40 ms (measured,
+# qdrant-edge-py 0.9, one search thread). So a small tenant costs a sixth of the maps, as many
+# more stay open, and one reopened costs less; a large one is indexed (160 ms at 2,000 points,
+# once).
 INDEX_FROM_POINTS = 1_000
 
 PAYLOAD_INDEXES: tuple[tuple[str, qe.PayloadSchemaType], ...] = (
@@ -579,7 +586,9 @@ class QdrantEdgeIndex:
         vectors = qe.EdgeVectorParams(
             size=self._dimension, distance=qe.Distance.Cosine, datatype=datatype
         )
-        return qe.EdgeConfig(vectors=vectors, optimizers=optimizers)
+        return qe.EdgeConfig(
+            vectors=vectors, optimizers=optimizers, max_search_threads=_SEARCH_THREADS
+        )
 
     def _create_indexes(self, engine: qe.EdgeShard) -> None:
         """The payload indexes the shard lacks (or holds with another type), flushed."""

@@ -15,9 +15,10 @@ shard also holds anonymous memory of its own. The budget is the smaller of
 
 bounded by ``[MIN_OPEN, MAX_OPEN]``. ``MEMSTREAM_MAX_OPEN_SHARDS`` replaces it. The per-shard
 figures were measured on qdrant-edge-py 0.9 (``memstream bench scale`` prints them again on
-every run): a shard of one segment and no payload index holds 23-27 maps once loaded (12 of
-them its files, the rest the engine's own memory), 30-32 when it was created by this process;
-with the ten payload indexes of ``qdrant_edge.PAYLOAD_INDEXES`` 112-119.
+every run), with one search thread a shard (``qdrant_edge._SEARCH_THREADS``; the engine's
+default of 8 threads took 28 maps a small shard): a shard of one segment and no payload index
+holds 12 maps once loaded (its files), 17 when it was created by this process; with the ten
+payload indexes of ``qdrant_edge.PAYLOAD_INDEXES`` 103-105.
 A reopened shard also maps its whole write-ahead log (~70 MiB of file pages): page cache the
 kernel takes back under pressure, not counted here, shown by the bench.
 
@@ -29,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-MAPS_PER_SHARD = 32  # measured: 23-32 memory maps per open shard without payload indexes
-MAPS_PER_INDEX = 10  # measured: 8.7-8.9 more per payload index (112-119 with the ten)
+MAPS_PER_SHARD = 18  # measured: 12-17 memory maps per open shard without payload indexes
+MAPS_PER_INDEX = 9  # measured: 8.6-9.1 more per payload index (103-105 with the ten)
 BYTES_PER_SHARD = 2 << 20  # measured: 0.1-0.9 MiB of anonymous memory per open shard; 2 MiB
 # Of vm.max_map_count for shards. The rest is for everything else in the process: a worker
 # with the model loaded maps 560-1,500 (measured by the scale bench), a tenth of that rest.
