@@ -494,9 +494,9 @@ class QdrantEdgeIndex:
     def _over(self, room: int) -> bool:
         """Whether ``room`` more shards would exceed the open-shard limit or the memory maps
         the process has room for. A shard about to open is counted as a small one: reserving
-        an indexed one's maps for each open closed six small shards per reopen once the maps
-        were the limit (measured: a reopen then took 16 ms instead of 7). One that opens
-        indexed is trimmed back to the room when its call ends (``_run``)."""
+        an indexed one's maps would close six small shards (2-3 ms each) per reopen once the
+        maps are the limit. One that opens indexed is trimmed back to the room when its call
+        ends (``_run``)."""
         if len(self._shards) + room > self._max_open:
             return True
         return self.open_maps + room * shard_maps(0) > self._map_room
