@@ -114,7 +114,7 @@ _SEARCH_THREADS = 1
 
 # A shard gets its payload indexes once it holds this many points. Below it a filtered search
 # reads each point's payload (~2.3 µs a point: 1,000 points 2-4 ms), the shard holds 12-17
-# memory maps and loads in 7-11 ms; with the ten indexes 103-105 maps and 30-40 ms (measured,
+# memory maps and loads in 4-11 ms; with the ten indexes 103-105 maps and 30-40 ms (measured,
 # qdrant-edge-py 0.9, one search thread). So a small tenant costs a sixth of the maps, as many
 # more stay open, and one reopened costs less; a large one is indexed (160 ms at 2,000 points,
 # once).
@@ -464,7 +464,9 @@ class QdrantEdgeIndex:
                         continue
                     indexes = shard.indexes
                     try:
-                        return await asyncio.to_thread(self._call, tenant_id, what, shard, fn)
+                        return await asyncio.to_thread(
+                            self._call_and_index, tenant_id, what, shard, fn
+                        )
                     finally:
                         if shard.indexes != indexes:
                             self._maps = None
@@ -472,7 +474,9 @@ class QdrantEdgeIndex:
             if self._over(room=0):
                 await self._trim()
 
-    def _call(self, tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
+    def _call_and_index(
+        self, tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]
+    ) -> T:
         """``fn(engine)``; then a shard without payload indexes that now holds ``index_from``
         points gets them (once: they are stored with the shard)."""
 
