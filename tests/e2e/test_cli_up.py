@@ -12,6 +12,7 @@ import psutil
 
 from memstream.ops.stack import free_port
 from memstream.ops.topics import partition_counts
+from memstream.services.adapters import shard_budget as sb
 from tests.e2e.processes import Process, run_cli, wait_gone
 
 
@@ -43,7 +44,10 @@ def test_up_reports_ready_answers_health_and_stops_clean(data_dir: Path) -> None
             assert part in ready
         # The worker states its open-shard budget, derived from this machine's limits.
         budget = up.wait_for("memstream: vector shards: at most", timeout=10)
-        assert re.search(r"at most \d+ open — maps allow \d+ \(50% of vm.max_map_count", budget)
+        share = f"{sb.MAP_SHARE:.0%}"
+        assert re.search(
+            rf"at most \d+ open — maps allow \d+ \({share} of vm.max_map_count", budget
+        )
         gateway = f"http://127.0.0.1:{gateway_port}"
         assert f"gateway {gateway}" in ready
         assert json.loads((data_dir / "stack.json").read_text())["gateway"] == gateway
