@@ -176,7 +176,7 @@ def _parser() -> _Parser:
     scale.add_argument(
         "--sizes",
         default="10000,100000,1000000",
-        help="memories (default 10000,100000,1000000: ~20 min on 2 quiet cores, 2.7 GB RSS)",
+        help="memories (default 10000,100000,1000000: ~15 min on 2 quiet cores, 2.8 GB RSS)",
     )
     scale.add_argument("--tenants", type=int, default=1000, help="small tenants (default 1000)")
     scale.add_argument("--scale-questions", type=int, default=100, help="per figure (100)")
