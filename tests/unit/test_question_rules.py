@@ -295,8 +295,12 @@ def test_attribute_values_a_catalogue_names_count_too() -> None:
 
 
 def test_one_named_attribute_is_no_combination() -> None:
+    """One colour named orders no combination among the variants of that colour; the variants
+    stating another colour (graphite) yield to them."""
     ranked = score_candidates(ask("the silver Aero 14", user=None), laptops(), NOW)
-    assert all("attributes" not in dict(r.factors) for r in ranked)
+    silver = [r for r in ranked if r.candidate.attributes["colour"] == "silver"]
+    assert all("attributes" not in dict(r.factors) for r in silver)
+    assert [r.candidate.attributes["colour"] for r in ranked] == ["silver"] * 4 + ["graphite"] * 4
 
 
 def test_a_catalogue_entry_decays_slowly() -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from memstream.services.domain.attributes import attributes_in
 from memstream.services.domain.lexicon import SMALL_TALK
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import RetrievalRequest
 from memstream.services.domain.reading import (
     EARLIEST,
     LATEST,
-    attributes_in,
     ordinal_in,
     read_question,
 )

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memstream.services.domain.colours import EN_NAMES, ZH_NAMES
 from memstream.services.domain.talk_forms import talk_form
 
 # Cue kinds, as they appear in reasons.
@@ -143,38 +144,9 @@ _ALNUM_ID = re.compile(
 _CODE = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2,}(?:-[A-Z0-9]+)+(?![A-Za-z0-9])")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9])")
 _PORTS = ("hdmi", "displayport", "thunderbolt", "lightning", "ethernet", "micro-usb", "usb")
-_COLOURS_EN = (
-    "black",
-    "white",
-    "red",
-    "blue",
-    "green",
-    "yellow",
-    "orange",
-    "purple",
-    "pink",
-    "brown",
-    "grey",
-    "gray",
-    "silver",
-    "gold",
-    "navy",
-    "beige",
-)
-_COLOURS_ZH = (
-    "黑色",
-    "白色",
-    "红色",
-    "蓝色",
-    "绿色",
-    "黄色",
-    "橙色",
-    "紫色",
-    "粉色",
-    "灰色",
-    "银色",
-    "金色",
-)
+# Colours (``colours``): named exactly, as a variant's colour is.
+_COLOURS_EN = EN_NAMES
+_COLOURS_ZH = ZH_NAMES
 _WORD_TERMS = tuple((word, _english(word)) for word in (*_PORTS, *_COLOURS_EN))
 
 

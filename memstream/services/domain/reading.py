@@ -33,8 +33,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 
+from memstream.services.domain.attributes import attributes_in
 from memstream.services.domain.lexicon import (
     ANAPHORA,
     ENTITY_ID,
@@ -65,6 +65,8 @@ _PERIOD_WORDS = (
 _PERIOD = "|".join(_PERIOD_WORDS.split())
 _LATEST_EN = re.compile(
     r"(?<![a-z0-9])(?:latest|most\s+recent(?:ly)?|newest|last\s+time|recently"
+    r"|(?:i|we|you|he|she|they)(?:'ve|\s+have|'m|\s+am|'re|\s+are)\s+been\s+(?:looking\s+at|viewing"
+    r"|eyeing|considering|browsing)"
     rf"|(?:the|my|our|your|his|her|their)\s+(?:very\s+)?last(?!\s+(?:{_PERIOD})(?![a-z]))"
     rf"|(?:i|we|you|he|she|they)\s+last(?=\s+[a-z])(?!\s+(?:{_PERIOD})(?![a-z]))"
     r")(?![a-z0-9])",
@@ -72,7 +74,8 @@ _LATEST_EN = re.compile(
 )
 _EARLIEST_EN = re.compile(
     r"(?<![a-z0-9])(?:earliest|oldest|original|originally|initially|very\s+first"
-    rf"|first(?!\s+(?:of\s+all|aid|class|name|person|hand|place|prize|round|floor|{_PERIOD})"
+    rf"|first(?!\s+(?:of\s+all|aid|class(?!\s+(?:i|we|you|he|she|they|that)\b)|name|person|hand"
+    rf"|place|prize|round|floor|{_PERIOD})"
     r"(?![a-z]))(?!-))"
     r"(?![a-z0-9])",
     re.IGNORECASE,
@@ -87,6 +90,10 @@ _LATEST_ZH = (
     "最后一回",
     "最新",
     "最近",
+    "这几天",
+    "这两天",
+    "前几天",
+    "前两天",
 )
 _EARLIEST_ZH = (
     "第一次", "第一个", "第一款", "第一单", "第一笔", "第一回", "首次", "最早", "最初", "头一次",
@@ -109,113 +116,6 @@ def ordinal_in(text: str) -> str | None:
         if positions:
             found.append((min(positions), kind))
     return min(found)[1] if found else None
-
-
-# --- attributes ------------------------------------------------------------------------------
-
-# Colours, each with its Chinese name: a question in one language names a record in the other.
-_COLOURS = {
-    "black": "黑色",
-    "white": "白色",
-    "red": "红色",
-    "blue": "蓝色",
-    "green": "绿色",
-    "yellow": "黄色",
-    "orange": "橙色",
-    "purple": "紫色",
-    "pink": "粉色",
-    "grey": "灰色",
-    "silver": "银色",
-    "gold": "金色",
-    "brown": "棕色",
-    "navy": "藏青色",
-    "beige": "米色",
-}
-_COLOUR_ALIASES = {"gray": "grey"}
-_COLOUR_EN = re.compile(
-    rf"(?<![a-z])({'|'.join([*_COLOURS, *_COLOUR_ALIASES])})(?![a-z])", re.IGNORECASE
-)
-# Ports and connectors; "Type-C" is how USB-C is also called.
-_PORTS = (
-    (re.compile(r"(?<![a-z0-9])(?:usb[\s-]?c|type[\s-]?c)(?![a-z0-9])", re.IGNORECASE), "usb-c"),
-    (re.compile(r"(?<![a-z0-9])micro[\s-]?usb(?![a-z0-9])", re.IGNORECASE), "micro-usb"),
-    (re.compile(r"(?<![a-z0-9])usb[\s-]?a(?![a-z0-9])", re.IGNORECASE), "usb-a"),
-    (re.compile(r"(?<![a-z0-9])lightning(?![a-z0-9])", re.IGNORECASE), "lightning"),
-    (re.compile(r"(?<![a-z0-9])hdmi(?![a-z0-9])", re.IGNORECASE), "hdmi"),
-    (re.compile(r"(?<![a-z0-9])thunderbolt(?![a-z0-9])", re.IGNORECASE), "thunderbolt"),
-    (re.compile(r"(?<![a-z0-9])magsafe(?![a-z0-9])", re.IGNORECASE), "magsafe"),
-)
-# A quantity with a unit: storage, capacity, power, size ("256GB", "256 GB", "10000mAh", "15寸").
-_UNITS = {
-    "gb": "gb",
-    "tb": "tb",
-    "mb": "mb",
-    "mah": "mah",
-    "wh": "wh",
-    "w": "w",
-    "mm": "mm",
-    "cm": "cm",
-    "inch": "inch",
-    "inches": "inch",
-    '"': "inch",
-    "英寸": "inch",
-    "寸": "inch",
-    "ml": "ml",
-    "kg": "kg",
-}
-# "256G" is how storage is often written (in Chinese above all): G alone means gigabytes for
-# the storage sizes, and grams otherwise ("500g").
-_STORAGE_SIZES = frozenset({"8", "16", "32", "64", "128", "256", "512", "1024"})
-_QUANTITY = re.compile(
-    r"(?<![a-z0-9.])(\d+(?:\.\d+)?)\s*-?\s*(mah|gb|tb|mb|wh|mm|cm|inches|inch|ml|kg|g|w|\"|英寸|寸)"
-    r"(?![a-z0-9])",
-    re.IGNORECASE,
-)
-# A model or id: letters and digits mixed ("XR-500", "S24", "WH-1000XM5").
-_MODEL = re.compile(
-    r"(?<![A-Za-z0-9])(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*"
-    r"(?![A-Za-z0-9])"
-)
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"[\W_]+", "", text.casefold())
-
-
-# Memo for the texts one request ranks (a candidate's text is read by several rules); kept
-# small: its keys are memory contents (up to 32 KiB each), held until evicted.
-@lru_cache(maxsize=512)
-def attributes_in(text: str) -> frozenset[str]:
-    """The attributes a text names, canonical so that a question and a record compare: colour
-    (``colour:blue`` for "blue", "Blue" or "蓝色"), port (``port:usb-c`` for "USB-C", "usb c",
-    "Type-C"), quantity with its unit (``qty:256gb`` for "256GB", "256 GB"), model or id
-    (``model:xr500`` for "XR-500", "xr500"; a quantity is not also a model)."""
-    found: set[str] = set()
-    for match in _COLOUR_EN.finditer(text):
-        word = match.group(1).casefold()
-        found.add(f"colour:{_COLOUR_ALIASES.get(word, word)}")
-    for english, chinese in _COLOURS.items():
-        if chinese in text or (len(chinese) == 3 and chinese[:2] in text):
-            found.add(f"colour:{english}")
-    for pattern, name in _PORTS:
-        if pattern.search(text):
-            found.add(f"port:{name}")
-    quantities: set[str] = set()
-    for value, unit in _QUANTITY.findall(text):
-        unit = unit.casefold()
-        storage = value in _STORAGE_SIZES
-        canonical = ("gb" if storage else "g") if unit == "g" else _UNITS[unit]
-        found.add(f"qty:{value}{canonical}")
-        quantities.add(f"{value}{unit}".casefold())
-    for match in _MODEL.finditer(text):
-        token = match.group(0)
-        squashed = _squash(token)
-        if squashed in quantities or re.fullmatch(r"\d+(?:\.\d+)?[a-z]{1,3}", squashed):
-            continue  # a quantity ("256GB", "5G"), not a model
-        if re.fullmatch(r"(?:usb|type)c?|usba|microusb", squashed):
-            continue
-        found.add(f"model:{squashed}")
-    return frozenset(found)
 
 
 # --- questions about matters -----------------------------------------------------------------
