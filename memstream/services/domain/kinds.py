@@ -67,7 +67,7 @@ _WORD_KINDS = {
     "purchases": "order", "订单": "order", "单子": "order",
     "return": "return", "returns": "return", "退货": "return", "换货": "return",
     "exchange": "return",
-    "refund": "refund", "refunds": "refund", "退款": "refund",
+    "refund": "refund", "refunds": "refund", "退款": "refund", "钱退": "refund", "退钱": "refund",
     "complaint": "complaint", "complaints": "complaint", "投诉": "complaint",
     "ticket": "ticket", "tickets": "ticket", "issue": "ticket", "工单": "ticket",
     "delivery": "shipment", "shipment": "shipment", "parcel": "shipment",
@@ -78,7 +78,12 @@ _WORD_KINDS = {
     "什么时候发": "shipment", "啥时候发": "shipment", "哪天发": "shipment", "发货": "shipment",
     "能发": "shipment", "我的单": "order", "那单": "order", "这单": "order", "退了": "return",
     "退过": "return",
-    "waybill": "shipment", "运单": "shipment",
+    "waybill": "shipment", "运单": "shipment", "arrived": "shipment", "arriving": "shipment",
+    "deliver": "shipment", "delivered": "shipment", "shipped": "shipment",
+    "dispatched": "shipment", "courier": "shipment", "没到": "shipment", "没收到": "shipment",
+    "我的货": "shipment", "buy": "order", "bought": "order", "purchased": "order", "买了": "order",
+    "买过": "order", "买的": "order", "约的": "booking", "约了": "booking", "约过": "booking",
+    "退的": "return", "下单": "order", "下过": "order", "下的单": "order",
     "warranty": "warranty", "保修": "warranty", "repair": "repair", "维修": "repair",
     "invoice": "invoice", "发票": "invoice", "payment": "payment",
     "booking": "booking", "reservation": "booking", "预订": "booking", "预约": "booking",
@@ -120,10 +125,33 @@ def _parts(fact_type: str) -> frozenset[str]:
     return frozenset(p for p in re.split(r"[\W_]+", fact_type.casefold()) if p)
 
 
+# "where is it now?", "where are they?", "where's my stuff": asked of a thing, a question about
+# where it is is one about its delivery (not "where is it made / sold / from").
+_WHEREABOUTS = re.compile(
+    r"(?<![a-z])where(?:'s|\s+is|\s+are)\s+(?:it|they|them|that|this|those|these|(?:my|our)\s+"
+    r"[a-z]+)(?:\s+(?:now|right\s+now|at\s+the\s+moment|currently|today))?\s*[?.!]*\s*$",
+    re.IGNORECASE,
+)
+
+
 def named_kind(query: str) -> str | None:
-    """The kind of record the question names ("order" for "我的单子啥时候发"), or None."""
+    """The kind of record the question names ("order" for "我的单子啥时候发"; "shipment" for
+    "where is it now?"), or None."""
     word = transaction_named(query)
-    return _WORD_KINDS.get(word.casefold()) if word is not None else None
+    if word is not None:
+        return _WORD_KINDS.get(word.casefold())
+    return "shipment" if _WHEREABOUTS.search(query.strip()) else None
+
+
+def named_fact_types(query: str) -> frozenset[str]:
+    """The fact-type names of the kind of record the question names (empty for none)."""
+    kind = named_kind(query)
+    return _family(kind) if kind is not None else frozenset()
+
+
+def of_fact_types(result: ScoredResult, names: frozenset[str]) -> bool:
+    """Whether a memory's fact type is one of ``names`` (by its parts: "order_status")."""
+    return bool(_parts(result.candidate.fact_type) & names)
 
 
 def _family(kind: str) -> frozenset[str]:

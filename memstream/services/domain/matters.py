@@ -54,7 +54,11 @@ and the open matter is the answer.) For every fact type and binding among the re
     own (factor ``state``).
 
 Why: the three complaints of a customer share the question's words equally; "overdue" is told
-by the state rule (48 hours without resolution), not by the words.
+by the state rule (48 hours without resolution), not by the words. A question that picks a matter
+by its being open ("the case that hasn't been closed", "my unresolved complaint", "未解决的投诉")
+names the open state: every open matter (``trust.is_open_matter``) is in it, and a settled one of
+the same fact type and binding yields to it whatever their relevance — the closed case that
+repeats more of the words is the one the question excludes.
 
 All rules act on ``scores.final`` and are recorded in the result's ``factors``; the served order
 is the order of the finals. Pure. Must not import any I/O library.
@@ -104,11 +108,30 @@ _PAST_DELAY = re.compile(
 )
 
 
+# "the case that hasn't been closed", "my unresolved complaint", "未解决的投诉": a matter picked by
+# being open. (Not "is it still open?": that asks the state of one matter, the current-state rule.)
+_OPEN_PICKED = re.compile(
+    r"(?:that|which)\s+(?:has|have|is|are|was|were)?\s*(?:n't|not)\s+(?:yet\s+)?(?:been\s+)?"
+    r"(?:closed|resolved|settled|fixed|handled|sorted)"
+    r"|(?:that|which)\s+(?:hasn't|haven't|isn't|aren't|wasn't|weren't)\s+(?:yet\s+)?(?:been\s+)?"
+    r"(?:closed|resolved|settled|fixed|handled|sorted)"
+    r"|(?<![a-z])(?:the|my|our|your|their|his|her|an?|any|that|this)\s+(?:still[\s-]+)?"
+    r"(?:unresolved|unsettled|unclosed|open)\s+(?:[a-z-]+\s+)?(?:case|complaint|ticket|"
+    r"issue|return|refund|request|claim|matter)s?(?![a-z])"
+    r"|(?:未|没有?|还没有?|尚未)(?:解决|关闭|结案|处理完|处理好|办结|完结)的",
+    re.IGNORECASE,
+)
+OPEN = "open"  # the state of every open matter (``trust.is_open_matter``)
+
+
 def named_states(query: str) -> frozenset[str]:
-    """The effective statuses a question names (see the module docstring); empty for none."""
+    """The effective statuses a question names (see the module docstring); empty for none.
+    ``{OPEN}`` where it picks a matter by its being open."""
     text = query.casefold()
     if _PAST_DELAY.search(text):
         return frozenset({"escalated"})
+    if _OPEN_PICKED.search(text):
+        return frozenset({OPEN})
     for words, states in _STATE_WORDS:
         for word in words:
             if word.isascii():
@@ -163,6 +186,8 @@ def matters_first(
     if states:
 
         def in_state(result: ScoredResult) -> bool:
+            if OPEN in states:
+                return is_open_matter(result.candidate, rules)
             return status_of(result.effective_status or result.candidate.status) in states
 
         out = yield_to(
@@ -171,6 +196,7 @@ def matters_first(
             leads=lambda r: is_matter(r, rules) and in_state(r),
             yields=lambda r: is_matter(r, rules) and not in_state(r),
             group=lambda r: (r.candidate.fact_type.casefold(), r.binding_kind),
+            share=0.0 if OPEN in states else RELEVANCE_SHARE,  # the question excludes the rest
         )
     if reading.current_state:
         out = yield_to(

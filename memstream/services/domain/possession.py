@@ -40,14 +40,17 @@ TRANSACTION_NOUNS_EN = frozenset(
         "order", "return", "refund", "complaint", "ticket", "delivery", "parcel", "package",
         "shipment", "booking", "reservation", "invoice", "receipt", "payment", "purchase",
         "subscription", "warranty", "repair", "exchange", "tracking", "claim", "issue",
-        "ship", "shipping", "arrive", "arrival", "waybill",
+        "ship", "shipping", "arrive", "arrival", "waybill", "arrived", "arriving", "deliver",
+        "delivered", "shipped", "dispatched", "courier", "buy", "bought", "purchased",
     }
 )  # fmt: skip
 TRANSACTION_NOUNS_ZH = (
-    "订单", "快递", "包裹", "退货", "退款", "换货", "投诉", "工单", "发票", "物流", "配送",
-    "维修", "保修", "预订", "预约", "单子", "到货", "到哪", "什么时候到", "到了吗", "到了没",
+    "订单", "快递", "包裹", "退货", "退款", "钱退", "退钱", "换货", "投诉", "工单", "发票", "物流",
+    "配送", "维修", "保修", "预订", "预约", "单子", "到货", "到哪", "什么时候到", "到了吗",
+    "到了没",
     "签收", "能到", "哪天到", "什么时候发", "啥时候发", "哪天发", "发货", "能发", "我的单",
-    "退了", "退过", "运单", "那单", "这单",
+    "退了", "退过", "运单", "那单", "这单", "没到", "没收到", "我的货",
+    "买了", "买过", "买的", "约的", "约了", "约过", "退的", "下单", "下过", "下的单",
 )  # fmt: skip
 _EN = re.compile(r"(?<![a-z])(?:my|our)\s+((?:[a-z'-]+\s+){0,2}[a-z'-]+)", re.IGNORECASE)
 _ZH = ("我的", "我们的", "咱们的", "俺的", "俺们的", "咱的")
