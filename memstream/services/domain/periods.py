@@ -16,7 +16,7 @@ Read:
   "last summer", "summer 2021", "去年夏天";
 - relative: "yesterday", "last week", "two months ago", "3 weeks ago", "昨天", "上周",
   "三个月前", "两年前", "half a year ago", "半年前";
-- a month as the adjective of a record: "my May order", "the March invoice";
+- a month as the adjective of a record: "my May order", "my August charger order";
 - spans of two of the above: "from 1998 to 2001", "between March and May 2024", "2019年至2021年".
 
 A month, day or season without a year is the most recent one that has begun; "last March" /
@@ -212,6 +212,10 @@ _LOOSE: list[tuple[re.Pattern[str], Reader]] = [
 ]  # fmt: skip
 
 _CN_Q = r"(?P<qual>今年|去年|前年)?"
+_RECORD = (
+    r"(?:order|purchase|invoice|bill|delivery|shipment|return|refund|booking|payment"
+    r"|statement|subscription)s?"
+)
 # "Strict" forms: a period wherever they occur.
 _STRICT: list[tuple[re.Pattern[str], Reader]] = [
     *_DATED,
@@ -274,10 +278,12 @@ _STRICT: list[tuple[re.Pattern[str], Reader]] = [
      lambda m, now: _back(6, "month", now)),
     (re.compile(r"(?P<qual>今年|去年|前年)(?!的?(?:年初|年中|年底|年末|上半年|下半年))"),
      lambda m, now: which(m["qual"], year, now)),
-    # "my May order", "the March invoice": a month as an adjective of a record
-    (re.compile(r"\b(?:my|our|the|that|this)\s+" + _MON + r"\s+(?=(?:order|purchase|invoice|bill"
-                r"|delivery|shipment|return|refund|booking|payment|statement|subscription)s?\b)",
-                re.I),
+    # a month as an adjective of a record ("my August charger order"), or "the order from May"
+    (re.compile(r"\b(?:my|our|the|that|this)\s+" + _MON + r"\s+(?=(?:[a-z][a-z-]*\s+){0,2}"
+                + _RECORD + r"\b)", re.I),
+     _bare_reader),
+    (re.compile(r"\b" + _RECORD + r"\s+(?:from|of)\s+" + _MON + _NO_YEAR + _CLOSE
+                + r"(?!\s*(?:to|until|till|through|thru|and|-|–)\s)", re.I),
      _bare_reader),
 ]  # fmt: skip
 

@@ -18,9 +18,11 @@ time, and changes nothing).
   "the last keyboard I ordered" is told by "keyboard"); words compare by their stems ("rented"
   and "rent"). Of the subject's memories, those sharing a subject word when any do; of those,
   the *matching* ones are the memories of the fact type of the most relevant one (the kind of
-  record asked about: views, orders, complaints) at least ``ORDINAL_SHARE`` (a third) as
-  relevant as it — and when the question also names a period, those of them that happened in
-  it (when any did). Any other memory that shares no subject word yields to the matching ones.
+  record asked about: views, orders, complaints; among the records of the kind the question
+  names, when it names one and the subject has them: "what did I buy last?" asks the orders)
+  at least ``ORDINAL_SHARE`` (a third) as relevant as it — and when the question also names
+  a period, those of them that happened in it (when any did). Any other memory that shares no
+  subject word yields to the matching ones.
   Why: decay alone cannot answer "first"; "last" among records of one kind is a question of
   time, not of wording (the user's view of last week is "the headphones I looked at last
   time", however much closer an older view's text is to the question); the air purifier
@@ -40,11 +42,17 @@ time, and changes nothing).
   (``occurred_at`` within it) — those sharing a subject word (as for the ordinal) when any do.
   Every other memory of the subject yields to them when it is of a leader's fact type (another
   order, bought another year) or shares no word with the question's subject (a profile note
-  for "the keyboard I bought in January"). Why: "which rice cooker did I buy in 2024?" is
-  answered by the order of 2024, and the fresher order of 2025 for another rice cooker, its
-  words as close, is the wrong one: decay favours it, so only the named period can put it
-  below. Versioned memory is answered as of the period already (``periods.valid_time``); this
-  rule orders *different* memories by whether they happened in it.
+  for "the keyboard I bought in January"); one of a leader's fact type whatever its relevance
+  when the question has a subject and the period is what picked the leaders (they share the
+  subject's words; or an entity in focus is the subject; or no memory of it shares its words:
+  "what was done on it in January?", "上个月那笔订单"), else when they are at least half as
+  relevant. When the question also names a kind of record (and leaders are of it) or has an
+  entity in focus, a memory outside the subject, not of that kind and not of that time (a
+  notice whose digits look like the date) yields to them as well, whatever its relevance.
+  Why: "which rice cooker did I buy in 2024?" is answered by the order of 2024, and the fresher
+  order of 2025 for another rice cooker, its words as close, is the wrong one: decay favours it,
+  so only the named period can put it below. Versioned memory is answered as of the period already
+  (``periods.valid_time``); this rule orders *different* memories by whether they happened in it.
 
 Pure. Must not import any I/O library.
 """
@@ -54,6 +62,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from memstream.services.domain.kinds import named_fact_types, of_fact_types
 from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.query import ScoredResult
 from memstream.services.domain.reading import EARLIEST, LATEST, QuestionReading
@@ -120,6 +129,11 @@ _PRODUCT_KINDS = (
     ("jacket", "coat", "夹克", "外套"),
     ("backpack", "背包"),
     ("television", "tv", "电视"),
+    ("tent", "tents", "帐篷"),
+    ("bicycle", "bike", "自行车", "单车"),
+    ("printer", "打印机"),
+    ("router", "路由器"),
+    ("blender", "搅拌机"),
 )  # fmt: skip
 _KIND_OF_TERM = {
     term: index
@@ -130,7 +144,7 @@ _KIND_OF_TERM = {
 # The Chinese names of kinds of record (fact types by their parts): they name the kind, not
 # one record of it, as "order" does.
 KIND_NAMES_ZH = {
-    "order": ("订单", "下单", "购买", "买的"),
+    "order": ("订单", "下单", "购买", "买的", "买了", "买过"),
     "purchase": ("购买", "买的"),
     "view": ("浏览", "看过", "看的", "查看"),
     "page": ("浏览", "页面"),
@@ -150,10 +164,14 @@ def _product_kinds(terms: frozenset[str]) -> frozenset[int]:
 
 
 def _shares(result: ScoredResult, words: frozenset[str]) -> bool:
+    """Whether a memory shares the subject's words: a word, or the kind of product; not when
+    both name kinds of product and none is the same (the rain jacket for "the tent with a rain
+    fly" shares "rain", and is another thing)."""
     said = _stems(content_terms(described(result.candidate)))
-    if words & said:
-        return True
-    return bool(_product_kinds(words) & _product_kinds(said))
+    asked, named = _product_kinds(words), _product_kinds(said)
+    if asked and named:
+        return bool(asked & named)
+    return bool(words & said)
 
 
 def _in_period(result: ScoredResult, reading: QuestionReading) -> bool:
@@ -169,15 +187,23 @@ def period_first(
     """The period rule of the module docstring; ``user``: the request names its user."""
     if reading.period is None or not results:
         return list(results)
-    pool = subject_of(results, reading, user) or list(results)
+    own = subject_of(results, reading, user)
+    pool = own or list(results)
     inside = [r for r in pool if _in_period(r, reading)]
     if not inside:
         return list(results)
     words = _stems(reading.subject_terms) - _kind_words(pool)
-    leaders = [r for r in inside if _shares(r, words)] or inside
+    sharing = [r for r in inside if _shares(r, words)]
+    leaders = sharing or inside
     chosen = {r.candidate.version_id for r in leaders}
     kinds = {r.candidate.fact_type.casefold() for r in leaders}
     subject = {r.candidate.version_id for r in pool}
+    # With a subject, the period is what picks the leaders (they share what the question names,
+    # the focus names the entity, or the question's other words tell no memory apart): another
+    # record of their kind at another time yields whatever its relevance.
+    picked = bool(own) and (
+        bool(sharing) or in_focus(results, reading) or not any(_shares(r, words) for r in pool)
+    )
 
     def yields(result: ScoredResult) -> bool:
         c = result.candidate
@@ -185,8 +211,30 @@ def period_first(
             return False
         return c.fact_type.casefold() in kinds or not _shares(result, words)
 
+    def same_kind(result: ScoredResult) -> bool:
+        return yields(result) and result.candidate.fact_type.casefold() in kinds
+
+    leads = lambda r: r.candidate.version_id in chosen  # noqa: E731
+    out = yield_to(results, PERIOD, leads=leads, yields=same_kind, share=0.0) if picked else results
+    out = yield_to(out, PERIOD, leads=leads, yields=yields)
+    named = named_fact_types(reading.text)
+    focused = in_focus(results, reading)
+    if not picked or not (named or focused):
+        return out
+    # "上个月那笔订单", "这块表9月的读数": the subject's records (of the kind named), in the period,
+    # before what is neither the subject's, of that kind nor of that time (a notice that shares
+    # the digits).
+    records = {r.candidate.version_id for r in leaders if not named or of_fact_types(r, named)}
     return yield_to(
-        results, PERIOD, leads=lambda r: r.candidate.version_id in chosen, yields=yields
+        out,
+        PERIOD,
+        leads=lambda r: r.candidate.version_id in records,
+        yields=lambda r: (
+            r.candidate.version_id not in subject
+            and not (named and of_fact_types(r, named))
+            and not _in_period(r, reading)
+        ),
+        share=0.0,
     )
 
 
@@ -216,6 +264,11 @@ def by_time(
     words = _stems(reading.subject_terms) - _kind_words(pool)
     sharing = [r for r in pool if _shares(r, words)]
     base = sharing or pool
+    named = named_fact_types(reading.text)  # "what did I buy last?": the orders
+    records = [r for r in base if of_fact_types(r, named)] or [
+        r for r in pool if of_fact_types(r, named)
+    ]
+    base = records or base
     lead = max(base, key=lambda r: r.scores.fused)
     kind = lead.candidate.fact_type.casefold()
     matching = [
