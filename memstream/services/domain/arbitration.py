@@ -28,7 +28,16 @@ The winner of a conflict is the result with the higher source authority, then th
 one conflict has its final score multiplied once by ``demotion`` (default 0.5: it stays visible
 as evidence of the disagreement but falls below comparable undisputed memories), recorded in its
 ``factors`` as ``conflict`` (``yielding``). Both sides list each other's version_id in
-``conflicts_with``. Pure. Must not import any I/O library.
+``conflicts_with``.
+
+A document that states an entity's facts as of its date (a launch datasheet, a spec sheet, a
+brochure, a product doc: ``DOCUMENT_PARTS``) loses to a later record of the same entity stating the
+same aspect with another value (a quantity in the same unit, a port: ``aspect_clash``), and yields
+to it whatever their relevance (a factor ``conflict``, then a yield): the record says what holds
+now, the document what held at launch — "last year's superseded spec", which repeats the question's
+words ("is it covered for 3 years?") better than the record that replaced it.
+
+Pure. Must not import any I/O library.
 """
 
 from __future__ import annotations
@@ -38,14 +47,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memstream.services.domain.attributes import attributes_in
 from memstream.services.domain.authority import AuthorityTable
 from memstream.services.domain.errors import DomainError
 from memstream.services.domain.query import Candidate, ScoredResult
 from memstream.services.domain.text import agreement, attribute_clash
-from memstream.services.domain.yielding import scaled
+from memstream.services.domain.yielding import CONFLICT, scaled, yield_to
 
 DEMOTION = 0.5
-CONFLICT = "conflict"
 LOW_OVERLAP = 0.35
 SINGLE_VALUED_FACT_TYPES = frozenset(
     {
@@ -65,6 +74,20 @@ SINGLE_VALUED_FACT_TYPES = frozenset(
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # Records that comment on an entity's facts rather than hold them.
 COMMENTARY_FACT_TYPES = frozenset({"review", "forum_post", "support_chat", "chat", "email"})
+# Documents that state an entity's facts as of their date (a fact type with one of these parts).
+DOCUMENT_PARTS = frozenset(
+    {
+        "datasheet",
+        "sheet",
+        "brochure",
+        "manual",
+        "leaflet",
+        "launch",
+        "announcement",
+        "press",
+        "doc",
+    }
+)
 _UNITS = {
     "hour": "h",
     "hours": "h",
@@ -84,6 +107,9 @@ _UNITS = {
     "mm": "mm",
     "days": "day",
     "day": "day",
+    "year": "year",
+    "years": "year",
+    "hz": "hz",
 }
 _QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*([a-z€]+)", re.IGNORECASE)
 
@@ -102,6 +128,20 @@ def quantity_clash(left: str, right: str) -> bool:
     """Both state a quantity in one unit, with no value in common (12 h vs 20 h)."""
     a, b = quantities(left), quantities(right)
     return any(not (a[unit] & b[unit]) for unit in a.keys() & b.keys())
+
+
+def aspect_clash(left: str, right: str) -> bool:
+    """Both state one aspect with different values: a quantity in one unit (``quantity_clash``)
+    or a port, none in common ("via Lightning" vs "USB-C")."""
+    if quantity_clash(left, right):
+        return True
+    a = {x for x in attributes_in(left) if x.startswith("port:")}
+    b = {x for x in attributes_in(right) if x.startswith("port:")}
+    return bool(a and b and not a & b)
+
+
+def _parts(fact_type: str) -> frozenset[str]:
+    return frozenset(p for p in re.split(r"[\W_]+", fact_type.casefold()) if p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +249,31 @@ def arbitrate(
             ):
                 conflict(comment, record)
 
+    # A document (a launch datasheet) states an entity's facts as of its date: a later record of
+    # the entity that states the same aspect with another value (another port, 67 W for 30 W)
+    # supersedes it, whatever their sources.
+    superseded: set[str] = set()
+    superseding: set[str] = set()
+    for doc in results:
+        d = doc.candidate
+        if not _parts(d.fact_type) & DOCUMENT_PARTS:
+            continue
+        for record in results:
+            r = record.candidate
+            if (
+                (r.entity_type, r.entity_id) == (d.entity_type, d.entity_id)
+                and r.memory_key != d.memory_key
+                and r.occurred_at > d.occurred_at
+                and not _parts(r.fact_type) & DOCUMENT_PARTS
+                and r.fact_type.casefold() not in COMMENTARY_FACT_TYPES
+                and aspect_clash(d.content, r.content)
+            ):
+                conflicts.setdefault(d.version_id, {})[r.version_id] = None
+                conflicts.setdefault(r.version_id, {})[d.version_id] = None
+                losers.add(d.version_id)
+                superseded.add(d.version_id)
+                superseding.add(r.version_id)
+
     arbitrated: list[ScoredResult] = []
     for result in results:
         version_id = result.candidate.version_id
@@ -221,4 +286,11 @@ def arbitrate(
         if version_id in losers:
             result = scaled(result, CONFLICT, rules.demotion)
         arbitrated.append(result)
-    return arbitrated
+    return yield_to(
+        arbitrated,
+        CONFLICT,
+        leads=lambda r: r.candidate.version_id in superseding,
+        yields=lambda r: r.candidate.version_id in superseded,
+        group=lambda r: (r.candidate.entity_type, r.candidate.entity_id),
+        share=0.0,
+    )

@@ -17,7 +17,7 @@ product of the factors). Two shapes:
 The rules here (the personal rule is in ``personal``, the matters rules in ``matters``):
 
 - **attributes** (``attributes_first``): a question that names two or more attributes (colour,
-  storage or capacity, port, model, size: ``reading.attributes_in``; or any value of a
+  storage or capacity, port, model, size: ``attributes.attributes_in``; or any value of a
   candidate's attributes, as whole words: "obsidian" for ``colour: Obsidian``) — a memory
   that matches fewer of them (in its text or its attribute values) never ranks above one that
   matches the most (at least two). Why: "the blue
@@ -28,7 +28,9 @@ The rules here (the personal rule is in ``personal``, the matters rules in ``mat
   relevant: "is the blue one in stock?" is not answered by the black one's stock. Not a
   memory from a source ``AUTHORITY_GAP`` more authoritative than every one matching the
   most: "does the X1 support USB-C?" names the attribute it asks about, and a forum post
-  that repeats both words is not the answer over the official specification.
+  that repeats both words is not the answer over the official specification. Nor a memory
+  that lost a conflict (``disputed``: a launch datasheet a later record superseded): it
+  states the value asked, and is no longer true.
 - **focus** (``focus_first``): when the conversation's context names entities in focus
   (``context.active_entities``, an order the user is talking about), a memory about none of
   them — not anchored to one and not naming its id — never ranks above a memory about one of
@@ -75,10 +77,11 @@ import dataclasses
 import re
 from collections.abc import Callable, Hashable, Sequence
 
+from memstream.services.domain.attributes import attributes_in
 from memstream.services.domain.lexicon import content_terms
 from memstream.services.domain.model import Anchor
 from memstream.services.domain.query import Candidate, ScoredResult
-from memstream.services.domain.reading import QuestionReading, attributes_in
+from memstream.services.domain.reading import QuestionReading
 from memstream.services.domain.text import look_alike, name_in, name_tokens
 
 RELEVANCE_SHARE = 0.5
@@ -87,6 +90,14 @@ AUTHORITY_GAP = 0.1  # a source this much more authoritative is a rung above (``
 MIN_ATTRIBUTES = 2
 
 ATTRIBUTES = "attributes"
+CONFLICT = "conflict"  # arbitration's factor on a conflict's loser
+
+
+def disputed(result: ScoredResult) -> bool:
+    """Whether a memory lost a conflict (``arbitration``): it leads no other memory down."""
+    return any(name == CONFLICT for name, _ in result.factors)
+
+
 FOCUS = "focus"
 NAMED = "named id"
 
@@ -159,7 +170,7 @@ def _value_pattern(value: str) -> re.Pattern[str] | None:
 
 def _named_values(results: Sequence[ScoredResult], text: str) -> dict[str, re.Pattern[str]]:
     """Attribute values of the candidates that the question names ("obsidian" for a phone
-    whose ``colour`` is "Obsidian"), beyond the canonical ones (``reading.attributes_in``)."""
+    whose ``colour`` is "Obsidian"), beyond the canonical ones (``attributes.attributes_in``)."""
     named: dict[str, re.Pattern[str]] = {}
     for result in results:
         for key, value in result.candidate.attributes.items():
@@ -197,13 +208,13 @@ def _variant_first(
         }
         for r in results
     }
-    leaders = [r for r in results if stated[r.candidate.version_id] & wanted]
+    leaders = [r for r in results if stated[r.candidate.version_id] & wanted and not disputed(r)]
     if not leaders:
         return results
     standing = max(r.scores.authority for r in leaders)
 
     def leads(r: ScoredResult) -> bool:
-        return bool(stated[r.candidate.version_id] & wanted)
+        return bool(stated[r.candidate.version_id] & wanted) and not disputed(r)
 
     def yields(r: ScoredResult) -> bool:
         said = stated[r.candidate.version_id]
@@ -234,7 +245,7 @@ def attributes_first(
     return yield_to(
         results,
         ATTRIBUTES,
-        leads=lambda r: matched[r.candidate.version_id] == most,
+        leads=lambda r: matched[r.candidate.version_id] == most and not disputed(r),
         yields=lambda r: (
             matched[r.candidate.version_id] < most and r.scores.authority < standing + AUTHORITY_GAP
         ),
