@@ -140,6 +140,7 @@ def markdown(
         ("Seed trap suite", scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
         ("Fresh seed suite", scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
         ("Blind seed suite", scores.seedblind, scores.seedblind_counts, scores.seedblind_forbidden),
+        ("Held-out seed suite", scores.seedheld, scores.seedheld_counts, scores.seedheld_forbidden),
     ):
         if not rates:
             continue
@@ -263,6 +264,14 @@ def chart(scores: Scores, path: Path) -> None:
                 scores.seedblind,
             )
         )
+    if scores.seedheld:
+        panels.append(
+            (
+                "held-out seed suite: wrong-memory rate ↓",
+                list(scores.seedheld_counts),
+                scores.seedheld,
+            )
+        )
     if scores.locomo:
         cats = list(scores.locomo_counts)
         values = {s: {c: scores.locomo[s][c]["recall@5"] for c in cats} for s in REPORTED}
@@ -326,6 +335,7 @@ def print_headline(scores: Scores, console: Console) -> None:
         ("seed trap suite", scores.seedtraps, scores.seedtraps_counts),
         ("fresh seed suite", scores.seedfresh, scores.seedfresh_counts),
         ("blind seed suite", scores.seedblind, scores.seedblind_counts),
+        ("held-out seed suite", scores.seedheld, scores.seedheld_counts),
     ):
         if rates:
             print_families(title, rates, counts, console)

@@ -33,6 +33,8 @@ from memstream.bench.quality.gate_runs import GATE_ON, ask_gate, ask_gate_on
 from memstream.bench.quality.gate_set import GateOutcome, GateQuestion, gate_set
 from memstream.bench.quality.seed_gate import seed_gate_questions
 from memstream.bench.quality.seedblind import seed_blind_suite
+from memstream.bench.quality.seedfresh import seed_fresh_suite
+from memstream.bench.quality.seedheld import seed_held_suite
 from memstream.bench.quality.seedtraps import seed_trap_suite
 from memstream.bench.quality.suite import Question, Suite, doc_id
 from memstream.bench.quality.traps import trap_suite
@@ -49,7 +51,7 @@ SYSTEMS = ("memstream", *BASELINES)
 # does with exactly what the baselines get. An ablation, not a competitor for the targets.
 QUERY_ONLY = "memstream, query only"
 REPORTED = ("memstream", QUERY_ONLY, *BASELINES)
-SEED_SUITES = ("seedtraps", "seedfresh", "seedblind")  # kept out of the gate set
+SEED_SUITES = ("seedtraps", "seedfresh", "seedblind", "seedheld")  # kept out of the gate set
 ALL_SUITES = ("traps", "heldout", "locomo", "sgd", "timeqa", *SEED_SUITES)
 
 
@@ -153,14 +155,10 @@ def build_suites(options: Options, now: datetime) -> list[Suite]:
         from memstream.bench.quality.timeqa import timeqa_suite
 
         suites.append(timeqa_suite(root))
-    if "seedtraps" in options.suites:
-        suites.append(seed_trap_suite(options.traps_per_family, now, options.seed))
-    if "seedfresh" in options.suites:
-        from memstream.bench.quality.seedfresh import seed_fresh_suite
-
-        suites.append(seed_fresh_suite(options.traps_per_family, now, options.seed))
-    if "seedblind" in options.suites:
-        suites.append(seed_blind_suite(options.traps_per_family, now, options.seed))
+    seeded = (seed_trap_suite, seed_fresh_suite, seed_blind_suite, seed_held_suite)
+    for name, build in zip(SEED_SUITES, seeded, strict=True):  # in SEED_SUITES' order
+        if name in options.suites:
+            suites.append(build(options.traps_per_family, now, options.seed))
     return suites
 
 

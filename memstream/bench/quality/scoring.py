@@ -21,7 +21,7 @@ from typing import Any
 from memstream.bench.quality import metrics
 from memstream.bench.quality.gate_runs import gate_rates
 from memstream.bench.quality.gate_set import GateOutcome
-from memstream.bench.quality.runner import REPORTED, SuiteRun
+from memstream.bench.quality.runner import REPORTED, SEED_SUITES, SuiteRun
 from memstream.bench.quality.seed_gate import is_seed_gate, seed_gate_rates
 from memstream.bench.quality.seed_words import question_language
 from memstream.bench.quality.served import SERVED
@@ -55,6 +55,9 @@ class Scores:
     seedblind: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
     seedblind_counts: dict[str, int] = field(default_factory=dict)
     seedblind_forbidden: dict[str, int] = field(default_factory=dict)
+    seedheld: dict[str, dict[str, float]] = field(default_factory=dict)  # as traps
+    seedheld_counts: dict[str, int] = field(default_factory=dict)
+    seedheld_forbidden: dict[str, int] = field(default_factory=dict)
     seed_gate: dict[str, dict[str, float]] = field(default_factory=dict)  # seed_gate_rates
     seed_gate_misses: list[str] = field(default_factory=list)
     timeqa: dict[str, float] = field(default_factory=dict)  # system → as-of top-1 accuracy
@@ -93,6 +96,9 @@ class Scores:
             if self.seedblind:  # likewise
                 blind = self.seedblind.get(system, {}).get("all")
                 rows[system]["blind seed wrong-memory rate ↓"] = blind
+            if self.seedheld:  # likewise
+                held = self.seedheld.get(system, {}).get("all")
+                rows[system]["held-out seed wrong-memory rate ↓"] = held
         return rows
 
 
@@ -112,15 +118,16 @@ def _explain(results: Sequence[dict[str, Any]], count: int = 3) -> str:
 def score_traps(run: SuiteRun, scores: Scores) -> None:
     """Wrong-memory rates per family; the held-out suite into ``scores.heldout*``, the seed
     suite into ``scores.seedtraps*``, the fresh seed suite into ``scores.seedfresh*``, the blind
-    one into ``scores.seedblind*`` (all three also per language: "all · en", "all · zh"; the
-    blind suite's misses are not listed)."""
+    one into ``scores.seedblind*``, the held-out seed suite into ``scores.seedheld*`` (all four
+    also per language: "all · en", "all · zh"; the blind suite's misses are not listed)."""
     rates, counts, forbidden = {
         "heldout": (scores.heldout, scores.heldout_counts, scores.heldout_forbidden),
         "seedtraps": (scores.seedtraps, scores.seedtraps_counts, scores.seedtraps_forbidden),
         "seedfresh": (scores.seedfresh, scores.seedfresh_counts, scores.seedfresh_forbidden),
         "seedblind": (scores.seedblind, scores.seedblind_counts, scores.seedblind_forbidden),
+        "seedheld": (scores.seedheld, scores.seedheld_counts, scores.seedheld_forbidden),
     }.get(run.suite.name, (scores.traps, scores.trap_counts, scores.trap_forbidden))
-    seed = run.suite.name in ("seedtraps", "seedfresh", "seedblind")
+    seed = run.suite.name in SEED_SUITES
     questions = run.suite.questions
     for system in REPORTED:
         wrong: dict[str, list[bool]] = defaultdict(list)
@@ -300,7 +307,7 @@ def score(runs: Sequence[SuiteRun]) -> Scores:
     scores = Scores()
     score_gate(runs, scores)
     for run in runs:
-        if run.suite.name in ("traps", "heldout", "seedtraps", "seedfresh", "seedblind"):
+        if run.suite.name in ("traps", "heldout", *SEED_SUITES):
             score_traps(run, scores)
         elif run.suite.name == "locomo":
             score_locomo(run, scores)
