@@ -109,9 +109,18 @@ _UNITS = {
     "day": "day",
     "year": "year",
     "years": "year",
+    "年": "year",
+    "个月": "month",
+    "天": "day",
+    "小时": "h",
+    "瓦": "w",
+    "毫安时": "mah",
+    "英寸": "inch",
     "hz": "hz",
 }
-_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*-?\s*([a-z€]+)", re.IGNORECASE)
+_QUANTITY = re.compile(
+    r"(\d+(?:[.,]\d+)*)\s*-?\s*([a-z€]+|年|个月|天|小时|瓦|毫安时|英寸)", re.IGNORECASE
+)
 
 
 def quantities(text: str) -> dict[str, set[str]]:
@@ -119,6 +128,8 @@ def quantities(text: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for value, unit in _QUANTITY.findall(text):
         canonical = _UNITS.get(unit.casefold())
+        if canonical == "year" and re.fullmatch(r"(?:19|20|21)\d\d", value):
+            continue  # a date ("2026年"), not a number of years
         if canonical:
             found.setdefault(canonical, set()).add(value.replace(",", ""))
     return found

@@ -19,7 +19,8 @@ time, and changes nothing).
   and "rent"). Of the subject's memories, those sharing a subject word when any do; of those,
   the *matching* ones are the memories of the fact type of the most relevant one (the kind of
   record asked about: views, orders, complaints; among the records of the kind the question
-  names, when it names one and the subject has them: "what did I buy last?" asks the orders)
+  names, when it names one and the subject has them, whatever their fact types in its family:
+  "what did I buy last?" asks the orders and purchases)
   at least ``ORDINAL_SHARE`` (a third) as relevant as it — and when the question also names
   a period, those of them that happened in it (when any did). Any other memory that shares no
   subject word yields to the matching ones.
@@ -274,7 +275,7 @@ def by_time(
     matching = [
         r
         for r in base
-        if r.candidate.fact_type.casefold() == kind
+        if (records or r.candidate.fact_type.casefold() == kind)  # the kind named: one family
         and r.scores.fused >= ORDINAL_SHARE * lead.scores.fused
     ]
     matching = [r for r in matching if _in_period(r, reading)] or matching
