@@ -32,9 +32,9 @@ RECORD_NOUNS_ZH = (
     "订阅", "设备", "保修", "发票", "预订", "预约", "地址", "会员", "积分", "购物车", "物流",
     "配送", "收据", "付款", "支付", "余额", "账单", "记录", "维修", "申请", "上次", "之前",
 )  # fmt: skip
-# The kinds of record a transaction leaves (a subset of the above): a user's question naming one
-# is about their own records even without "my" ("refund done?", "when is the delivery?",
-# "退款到账了吗", "快递到哪了").
+# The kinds of record a transaction leaves (a subset of the above), and the verbs that name one
+# ("bought", "hasn't arrived", "买了", "没到", "钱退了没"): a user's question naming one is about
+# their own records even without "my" ("refund done?", "when is the delivery?", "快递到哪了").
 TRANSACTION_NOUNS_EN = frozenset(
     {
         "order", "return", "refund", "complaint", "ticket", "delivery", "parcel", "package",
