@@ -80,7 +80,7 @@ _WORD_KINDS = {
     "退过": "return",
     "waybill": "shipment", "运单": "shipment", "arrived": "shipment", "arriving": "shipment",
     "deliver": "shipment", "delivered": "shipment", "shipped": "shipment",
-    "dispatched": "shipment", "courier": "shipment", "没到": "shipment", "没收到": "shipment",
+    "dispatched": "shipment", "没到": "shipment", "没收到": "shipment",
     "我的货": "shipment", "buy": "order", "bought": "order", "purchased": "order", "买了": "order",
     "买过": "order", "买的": "order", "约的": "booking", "约了": "booking", "约过": "booking",
     "退的": "return", "下单": "order", "下过": "order", "下的单": "order",

@@ -41,7 +41,7 @@ TRANSACTION_NOUNS_EN = frozenset(
         "shipment", "booking", "reservation", "invoice", "receipt", "payment", "purchase",
         "subscription", "warranty", "repair", "exchange", "tracking", "claim", "issue",
         "ship", "shipping", "arrive", "arrival", "waybill", "arrived", "arriving", "deliver",
-        "delivered", "shipped", "dispatched", "courier", "buy", "bought", "purchased",
+        "delivered", "shipped", "dispatched", "buy", "bought", "purchased",
     }
 )  # fmt: skip
 TRANSACTION_NOUNS_ZH = (
