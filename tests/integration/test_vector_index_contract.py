@@ -519,7 +519,7 @@ async def test_delete_and_compact_erase_points_and_keep_the_rest(
     for hit in found:  # payloads and vectors survive the rewrite intact
         assert dict(hit.payload) == dict(by_id[hit.id].payload)
     [best] = await backend.index.search(tenant, list(kept[3].vector), EVERYTHING, limit=1)
-    assert best.id == kept[3].id and best.score == pytest.approx(1.0, abs=1e-5)
+    assert best.id == kept[3].id and best.score == pytest.approx(1.0, abs=1e-4)  # 16-bit vectors
     anchored = VectorFilter(current_only=False, anchors=("customer:keep",))
     assert await search_all(backend.index, tenant, anchored) == {p.id for p in kept}
     # Deleting again, or in an unknown tenant, is a no-op; the other tenant is untouched.
