@@ -61,12 +61,16 @@ class Backend:
 
 
 # "edge" as a small tenant's shard is (no payload indexes: the engine reads each payload),
-# "edge-indexed" as a large one's (payload indexes from the first point).
-@pytest.fixture(params=["edge", "edge-indexed", "server"])
+# "edge-indexed" as a large one's (payload indexes from the first point), "edge-parts" as a
+# large one split into parts by subject (split from the first point, into 4 parts).
+@pytest.fixture(params=["edge", "edge-indexed", "edge-parts", "server"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     if request.param.startswith("edge"):
         indexed = request.param == "edge-indexed"
-        edge = QdrantEdgeIndex(tmp_path / "vectors", DIM, index_from=0 if indexed else 10**9)
+        split = {"split_from": 0, "parts": 4} if request.param == "edge-parts" else {}
+        edge = QdrantEdgeIndex(
+            tmp_path / "vectors", DIM, index_from=0 if indexed else 10**9, **split
+        )
 
         async def shard_of(tenant_id: str) -> str | None:
             path = edge.shard_dir(tenant_id)

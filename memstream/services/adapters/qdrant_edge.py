@@ -34,6 +34,7 @@ Must not import ``services.handlers`` nor ``streams``: only the ports, the stdli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import json
 import logging
@@ -49,6 +50,24 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import qdrant_edge as qe
 
+from memstream.services.adapters.qdrant_edge_parts import (
+    PARTS,
+    SPLIT_FROM,
+    clear_spill,
+    commit_split,
+    dirty_parts,
+    discard_unfinished_split,
+    hot_files,
+    mark_spill,
+    new_parts_dir,
+    part_dir,
+    part_of,
+    remove,
+    set_dirty_parts,
+    spill_pending,
+    stored_parts,
+    write_manifest,
+)
 from memstream.services.adapters.shard_budget import shard_budget, shard_maps
 from memstream.services.adapters.vector_common import (
     canonical_id,
@@ -142,6 +161,11 @@ class _UnknownTenantError(AdapterError):
     """The tenant has no shard yet (reads answer empty; writes to a point fail with this)."""
 
 
+# A shard's key: (tenant, part); ``_HOT`` for the shard every write goes to (qdrant_edge_parts).
+_Key = tuple[str, int]
+_HOT = -1
+
+
 @dataclass(eq=False)
 class _Shard:
     engine: qe.EdgeShard
@@ -153,7 +177,8 @@ class _Shard:
 
 
 class QdrantEdgeIndex:
-    """One Qdrant Edge shard per tenant under ``root_dir``; cosine distance."""
+    """One Qdrant Edge shard per tenant under ``root_dir``, split into ``parts`` shards by
+    subject once it holds ``split_from`` points (``qdrant_edge_parts``); cosine distance."""
 
     def __init__(
         self,
@@ -164,20 +189,29 @@ class QdrantEdgeIndex:
         max_open: int | None = None,
         index_from: int = INDEX_FROM_POINTS,
         map_room: int | None = None,
+        split_from: int = SPLIT_FROM,
+        parts: int = PARTS,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if max_open is not None and max_open < 1:
             raise ValueError(f"max_open must be at least 1, got {max_open}")
+        if parts < 2 or split_from < 0:
+            raise ValueError(f"need parts >= 2 and split_from >= 0, got {parts}, {split_from}")
         self.budget = shard_budget(max_open or 0)  # max_open, or derived from the process
         self._max_open = self.budget.max_open
         # The memory maps open shards may hold (``shard_maps`` each): the budget's by default.
         self._map_room = self.budget.map_room if map_room is None else map_room
         self._index_from = index_from
+        self._split_from = split_from
+        self._parts_count = parts
         self._root = Path(root_dir)
         self._dimension = dimension
         self._flush_writes = flush_writes
-        self._shards: OrderedDict[str, _Shard] = OrderedDict()  # least recently used first
+        self._shards: OrderedDict[_Key, _Shard] = OrderedDict()  # least recently used first
+        # Tenants known to be split, and into how many parts (a split is never undone).
+        self._split: dict[str, int] = {}
+        self._dirty_lock = threading.Lock()
         # ``open_maps``, kept between changes to the open shards (None: to be summed again).
         # Changed only on the event loop's thread.
         self._maps: int | None = 0
@@ -188,8 +222,12 @@ class QdrantEdgeIndex:
         return self._dimension
 
     def shard_dir(self, tenant_id: str) -> Path:
-        """Where the tenant's shard lives (it exists once the tenant has been written to)."""
+        """Where the tenant's shard lives, parts included (it exists once written to)."""
         return self._root / shard_dir_name(tenant_id)
+
+    def parts_of(self, tenant_id: str) -> int:
+        """How many parts the tenant's store is split into (0: one shard)."""
+        return self._parts(tenant_id)
 
     async def upsert(
         self, tenant_id: str, points: Sequence[VectorPoint], *, durable: bool = True
@@ -205,22 +243,28 @@ class QdrantEdgeIndex:
             for p in points
         ]
 
-        def write(engine: qe.EdgeShard) -> None:
+        def write(engine: qe.EdgeShard) -> int:
             batch = [qe.Point(pid, vec, dict(p.payload)) for pid, vec, p in checked]
             self._apply(engine, qe.UpdateOperation.upsert_points(batch), durable=durable)
+            return int(engine.info().points_count)
 
-        await self._run(tenant_id, "upsert", write, create=True)
+        held = await self._run((tenant_id, _HOT), "upsert", write, create=True)
+        if held >= self._split_from:
+            await self._spill(tenant_id)
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
         pid = canonical_id(tenant_id, point_id)
 
-        def write(engine: qe.EdgeShard) -> None:
-            # Checked here so that both adapters fail alike, with the same message.
+        def write(engine: qe.EdgeShard) -> bool:
             if not engine.retrieve([pid], False, False):
-                raise AdapterError(f"no point {pid} in the vector index of tenant {tenant_id!r}")
+                return False
             self._apply(engine, qe.UpdateOperation.set_payload([pid], dict(payload)))
+            return True
 
-        await self._run(tenant_id, f"set_payload of {pid}", write, create=False)
+        found = await self._on_each(tenant_id, f"set_payload of {pid}", lambda _: write, until=bool)
+        if not any(found):
+            # Checked here so that both adapters fail alike, with the same message.
+            raise AdapterError(f"no point {pid} in the vector index of tenant {tenant_id!r}")
 
     async def set_payloads(
         self,
@@ -232,32 +276,30 @@ class QdrantEdgeIndex:
         if not updates:
             return set()
         checked = [(canonical_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
+        missing = {pid for pid, _ in checked}
 
         def write(engine: qe.EdgeShard) -> set[str]:
-            found = {str(r.id) for r in engine.retrieve([pid for pid, _ in checked], False, False)}
+            found = {str(r.id) for r in engine.retrieve(list(missing), False, False)}
             for pid, payload in checked:
                 if pid in found:
                     engine.update(qe.UpdateOperation.set_payload([pid], payload))
-            if self._flush_writes and durable:
+            if found and self._flush_writes and durable:
                 engine.flush()  # once for the whole batch
-            return {pid for pid, _ in checked if pid not in found}
+            missing.difference_update(found)
+            return missing
 
-        try:
-            return await self._run(
-                tenant_id, f"set_payloads of {len(checked)}", write, create=False
-            )
-        except _UnknownTenantError:
-            return {pid for pid, _ in checked}
+        await self._on_each(
+            tenant_id, f"set_payloads of {len(checked)}", lambda _: write, until=_empty
+        )
+        return set(missing)
 
     async def flush(self, tenant_id: str) -> None:
         """One flush for the writes made with ``durable=False`` (the indexer's: one per tenant
         and pass, where each write flushing cost 10-60 ms)."""
         if not self._flush_writes:
             return
-        try:
-            await self._run(tenant_id, "flush", lambda engine: engine.flush(), create=False)
-        except _UnknownTenantError:
-            return
+        with contextlib.suppress(_UnknownTenantError):  # writes go to the hot shard only
+            await self._run((tenant_id, _HOT), "flush", _flush, create=False)
 
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
@@ -288,28 +330,47 @@ class QdrantEdgeIndex:
     async def _search(
         self, tenant_id: str, query: list[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:
+        """The hot shard's answer; with parts, the ``limit`` nearest of every shard's ``limit``
+        nearest (exact: each shard's answer holds every one of its points that can be among
+        them), asked without payloads, whose payloads are then read for those ``limit`` only
+        (33 shards' hits made into Python objects cost more than their scans at 10^5)."""
+        parted = len(self._keys(tenant_id)) > 1
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(query),
             filter=to_edge_filter(flt),
-            with_payload=True,
+            with_payload=not parted,
             with_vector=False,
         )
-        try:
-            found = await self._run(tenant_id, "search", lambda e: e.query(request), create=False)
-        except _UnknownTenantError:
+        answers = await self._on_all(tenant_id, "search", lambda e: e.query(request))
+        if not parted:
+            return [
+                VectorHit(id=str(p.id), score=float(p.score), payload=p.payload or {})
+                for answer in answers
+                for p in answer
+            ]
+        best: dict[str, float] = {}
+        for answer in answers:
+            for p in answer:  # a point a spill was moving may be in two shards: once here
+                best[str(p.id)] = max(float(p.score), best.get(str(p.id), float("-inf")))
+        nearest = sorted(best, key=lambda pid: -best[pid])[:limit]
+        if not nearest:
             return []
-        return [
-            VectorHit(id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in found
+        records = await self._on_all(
+            tenant_id, "search", lambda e: e.retrieve(cast("Any", nearest), True, False)
+        )
+        payloads = {str(r.id): r.payload or {} for found in records for r in found}
+        return [  # a point deleted between the two reads is left out
+            VectorHit(id=pid, score=best[pid], payload=payloads[pid])
+            for pid in nearest
+            if pid in payloads
         ]
 
     async def count(self, tenant_id: str) -> int:
-        try:
-            return await self._run(
-                tenant_id, "count", lambda e: e.count(qe.CountRequest(exact=True)), create=False
-            )
-        except _UnknownTenantError:
-            return 0
+        counts = await self._on_all(
+            tenant_id, "count", lambda e: e.count(qe.CountRequest(exact=True))
+        )
+        return sum(counts)
 
     async def point_ids(self, tenant_id: str) -> set[str]:
         def scroll_all(engine: qe.EdgeShard) -> set[str]:
@@ -324,10 +385,7 @@ class QdrantEdgeIndex:
                 if offset is None:
                     return ids
 
-        try:
-            return await self._run(tenant_id, "point_ids", scroll_all, create=False)
-        except _UnknownTenantError:
-            return set()
+        return set().union(*await self._on_each(tenant_id, "point_ids", lambda _: scroll_all))
 
     async def optimize(self, tenant_id: str) -> bool:
         """Build HNSW / merge segments now (the engine never does it by itself).
@@ -335,34 +393,37 @@ class QdrantEdgeIndex:
         Not part of the port: a maintenance hook for a timer or ``ops``. Holds the shard's lock
         for the whole run (seconds for tens of thousands of points). True if anything changed.
         """
-        try:
-            return await self._run(tenant_id, "optimize", lambda e: e.optimize(), create=False)
-        except _UnknownTenantError:
-            return False
+        return any(await self._on_each(tenant_id, "optimize", lambda _: _optimize))
 
     async def delete(self, tenant_id: str, point_ids: Sequence[str]) -> int:
         """Delete these points (erasure); returns how many existed. Unknown ids are ignored.
 
         The engine only marks them deleted: their vectors and payloads stay in the segment
-        files and the WAL until :meth:`compact` rewrites the shard.
+        files and the WAL until :meth:`compact` rewrites what held them. In a tenant with
+        parts, the shard that held one is listed for that rewrite before the delete
+        (``qdrant_edge_parts``).
         """
         if not point_ids:
             return 0
         ids: list[Any] = [canonical_id(tenant_id, pid) for pid in point_ids]
 
-        def write(engine: qe.EdgeShard) -> int:
-            found = [r.id for r in engine.retrieve(ids, False, False)]
-            if found:
-                self._apply(engine, qe.UpdateOperation.delete_points(found))
-            return len(found)
+        def deleter(key: _Key) -> Callable[[qe.EdgeShard], int]:
+            def write(engine: qe.EdgeShard) -> int:
+                found = [r.id for r in engine.retrieve(ids, False, False)]
+                if found:
+                    if self._parts(tenant_id):
+                        self._mark_dirty(tenant_id, key[1])
+                    self._apply(engine, qe.UpdateOperation.delete_points(found))
+                return len(found)
 
-        try:
-            return await self._run(tenant_id, f"delete of {len(ids)}", write, create=False)
-        except _UnknownTenantError:
-            return 0
+            return write
+
+        return sum(await self._on_each(tenant_id, f"delete of {len(ids)}", deleter))
 
     async def compact(self, tenant_id: str) -> None:
-        """Rewrite what held a deleted point, so that no byte of it survives in the shard.
+        """Rewrite what held a deleted point, so that no byte of it survives in the shard: the
+        hot shard of a tenant without parts, else the shards a deletion listed (each taken off
+        the list once rewritten).
 
         Only the segments that held a deleted point are rewritten, and the write-ahead log is
         rolled past the deletion: measured on qdrant-edge-py 0.9.0, a delete leaves the
@@ -371,23 +432,32 @@ class QdrantEdgeIndex:
         ``_VACUUM_ONLY`` (vacuum any segment with a deleted point; no merge, no index build),
         optimised, then filler operations (``_roll_wal``) are appended until every WAL file
         that held data at the deletion has been removed. The cost is the size of the segments
-        that held the points plus ≤ 2 WAL segments (64 MiB) — the whole shard when it is one
-        segment, as a shard never optimised is (docs/erasure.md). Crash safety is the
+        that held the points plus ≤ 2 WAL segments (64 MiB) — the whole shard (or part) when
+        it is one segment, as a shard never optimised is (docs/erasure.md). Crash safety is the
         engine's (a segment is optimised beside the old one and swapped in); an interrupted run
         is finished by the next one. Holds the shard's lock throughout (reads and writes wait).
         """
+        if not self._parts(tenant_id):
+            await self._compact_shard((tenant_id, _HOT))
+            return
         path = self.shard_dir(tenant_id)
+        for part in sorted(await asyncio.to_thread(self._dirty, path)):
+            await self._compact_shard((tenant_id, part))
+            with self._dirty_lock:
+                set_dirty_parts(path, self._dirty(path) - {part})
+
+    async def _compact_shard(self, key: _Key) -> None:
         async with self._registry_lock:
-            shard = self._shards.pop(tenant_id, None)
+            shard = self._shards.pop(key, None)
             self._maps = None
             if shard is None:
                 try:
-                    shard = _Shard(await asyncio.to_thread(self._open, tenant_id, False))
+                    shard = _Shard(await asyncio.to_thread(self._open, key, False))
                 except _UnknownTenantError:
                     return
             async with shard.lock:
                 shard.closed = True
-                await asyncio.to_thread(self._vacuum, tenant_id, shard, path)
+                await asyncio.to_thread(self._vacuum, key[0], shard, self._path(key))
 
     def _vacuum(self, tenant_id: str, shard: _Shard, path: Path) -> None:
         with shard.thread_lock:
@@ -414,15 +484,14 @@ class QdrantEdgeIndex:
     async def drop_tenant(self, tenant_id: str) -> None:
         path = self.shard_dir(tenant_id)
         async with self._registry_lock:
-            shard = self._shards.pop(tenant_id, None)
-            self._maps = None
-            if shard is None:
-                await asyncio.to_thread(_remove_dir, tenant_id, path)
-                return
-            async with shard.lock:
-                shard.closed = True
-                await asyncio.to_thread(_close_engine, tenant_id, shard)
-                await asyncio.to_thread(_remove_dir, tenant_id, path)
+            for key in [k for k in list(self._shards) if k[0] == tenant_id]:
+                shard = self._shards.pop(key)
+                self._maps = None
+                async with shard.lock:
+                    shard.closed = True
+                    await asyncio.to_thread(_close_engine, tenant_id, shard)
+            self._split.pop(tenant_id, None)
+            await asyncio.to_thread(_remove_dir, tenant_id, path)
 
     async def close(self) -> None:
         """Flush and close every open shard; a later call reopens them lazily."""
@@ -431,15 +500,197 @@ class QdrantEdgeIndex:
             shards = list(self._shards.items())
             self._shards.clear()
             self._maps = 0
-            for tenant_id, shard in shards:
+            for key, shard in shards:
                 async with shard.lock:
                     shard.closed = True
                     try:
-                        await asyncio.to_thread(_close_engine, tenant_id, shard)
+                        await asyncio.to_thread(_close_engine, key[0], shard)
                     except AdapterError as exc:
                         failures.append(exc)
         if failures:
             raise failures[0]
+
+    # -- parts -----------------------------------------------------------------------------
+
+    def _path(self, key: _Key) -> Path:
+        tenant_id, part = key
+        path = self.shard_dir(tenant_id)
+        return path if part == _HOT else part_dir(path, part)
+
+    def _parts(self, tenant_id: str) -> int:
+        """The tenant's parts (0: none yet). A spill a crash interrupted is finished here, the
+        first time this process touches the tenant (and only if no other process holds it)."""
+        known = self._split.get(tenant_id)
+        if known:
+            return known
+        path = self.shard_dir(tenant_id)
+        try:
+            parts = stored_parts(path)
+            if parts and spill_pending(path) and not self._held(tenant_id, parts):
+                log.warning("finishing the spill a stop interrupted (tenant %r)", tenant_id)
+                self._spill_now(tenant_id, None)
+        except (OSError, ValueError) as exc:
+            raise AdapterError(f"the vector store of tenant {tenant_id!r}: {exc}") from exc
+        if parts:
+            self._split[tenant_id] = parts
+        return parts
+
+    def _held(self, tenant_id: str, parts: int) -> bool:
+        """Whether a shard of the tenant is open, here or in another process."""
+        keys = [(tenant_id, _HOT)] + [(tenant_id, part) for part in range(parts)]
+        return any(key in self._shards or _held_elsewhere(self._path(key)) for key in keys)
+
+    def _keys(self, tenant_id: str) -> list[_Key]:
+        """The tenant's shards: the hot one first, then the parts written so far (a point a
+        spill moves meanwhile moves from the first to a later one: see ``_on_each``)."""
+        parts = self._parts(tenant_id)
+        path = self.shard_dir(tenant_id)
+        return [(tenant_id, _HOT)] + [
+            (tenant_id, part)
+            for part in range(parts)
+            if (tenant_id, part) in self._shards or (part_dir(path, part) / _CONFIG_FILE).exists()
+        ]
+
+    async def _on_each(
+        self,
+        tenant_id: str,
+        what: str,
+        fn_for: Callable[[_Key], Callable[[qe.EdgeShard], T]],
+        *,
+        until: Callable[[T], bool] | None = None,
+    ) -> list[T]:
+        """``fn_for(key)(engine)`` on each of the tenant's shards in turn, the hot one first,
+        until ``until`` holds of an answer; a tenant with none answers []. A spill between two
+        of them moves points from the hot shard to a part asked later: none is missed."""
+        answers: list[T] = []
+        for key in self._keys(tenant_id):
+            answers += await self._ask(key, what, fn_for(key))
+            if answers and until is not None and until(answers[-1]):
+                break
+        return answers
+
+    async def _on_all(self, tenant_id: str, what: str, fn: Callable[[qe.EdgeShard], T]) -> list[T]:
+        """``fn`` on every shard of the tenant, in one worker thread: a call to a part costs
+        the engine 0.15-0.8 ms, a thread hand-off and its locks as much again (measured: 32
+        parts of 3,000 points, one thread each, 18 ms a search). The shards are looked up
+        (opened) first, then locked in key order (the only holder of several locks, holding
+        the registry's none meanwhile); if one was closed meanwhile (evicted, spilled), each
+        is asked in turn instead."""
+        keys = self._keys(tenant_id)
+        if len(keys) == 1:
+            return await self._ask(keys[0], what, fn)
+        shards: list[tuple[_Key, _Shard]] = []
+        for key in keys:
+            with contextlib.suppress(_UnknownTenantError):
+                shards.append((key, await self._shard(key, create=False)))
+        try:
+            async with contextlib.AsyncExitStack() as held:
+                for _, shard in sorted(shards, key=lambda pair: pair[0]):
+                    await held.enter_async_context(shard.lock)
+                if not any(shard.closed for _, shard in shards):
+                    return await asyncio.to_thread(_call_each, tenant_id, what, shards, fn)
+        finally:
+            if self._over(room=0):
+                await self._trim()
+        answers: list[T] = []
+        for key in self._keys(tenant_id):
+            answers += await self._ask(key, what, fn)
+        return answers
+
+    async def _ask(self, key: _Key, what: str, fn: Callable[[qe.EdgeShard], T]) -> list[T]:
+        try:
+            return [await self._run(key, what, fn, create=False)]
+        except _UnknownTenantError:
+            return []
+
+    def _dirty(self, path: Path) -> set[int]:
+        try:
+            return dirty_parts(path)
+        except ValueError as exc:
+            raise AdapterError(str(exc)) from exc
+
+    def _mark_dirty(self, tenant_id: str, part: int) -> None:
+        """List ``part`` for the erasure's rewrite, durably, before a point of it is deleted."""
+        path = self.shard_dir(tenant_id)
+        with self._dirty_lock:
+            listed = self._dirty(path)
+            if part not in listed:
+                set_dirty_parts(path, listed | {part})
+
+    async def _spill(self, tenant_id: str) -> None:
+        """Move the hot shard's points to the parts of their subjects, then empty it
+        (``qdrant_edge_parts``). The tenant's open shards are closed first and the registry
+        is held throughout (no shard opens meanwhile: ~1 s for 20,000 points). A failure is
+        logged; the hot shard keeps its points and the next write tries again."""
+        async with self._registry_lock:
+            engine: qe.EdgeShard | None = None
+            for key in [k for k in list(self._shards) if k[0] == tenant_id]:
+                shard = self._shards.pop(key)
+                self._maps = None
+                async with shard.lock:
+                    shard.closed = True
+                    if key[1] == _HOT:
+                        engine = shard.engine  # the spill closes it
+                    else:
+                        await asyncio.to_thread(_close_engine, tenant_id, shard)
+            try:
+                self._split[tenant_id] = await asyncio.to_thread(self._spill_now, tenant_id, engine)
+            except AdapterError as exc:
+                log.warning("%s", exc)
+
+    def _spill_now(self, tenant_id: str, hot: qe.EdgeShard | None) -> int:
+        path = self.shard_dir(tenant_id)
+        engines: dict[int, qe.EdgeShard] = {}
+        try:
+            if not stored_parts(path):
+                discard_unfinished_split(path)
+                new_parts_dir(path).mkdir(parents=True)
+                write_manifest(new_parts_dir(path), self._parts_count)
+                commit_split(path)
+            parts = stored_parts(path)
+            mark_spill(path)
+            if hot is None and (path / _CONFIG_FILE).exists():
+                hot = qe.EdgeShard.load(str(path), self._edge_config(_stored_datatype(path)))
+            offset: Any = None
+            while hot is not None:
+                request = qe.ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE, with_payload=True, with_vector=True
+                )
+                records, offset = hot.scroll(request)
+                batches: dict[int, list[qe.Point]] = {}
+                for r in records:
+                    if r.vector is None:
+                        raise AdapterError(f"point {r.id} came back without its vector")
+                    payload = r.payload or {}
+                    part = part_of(payload, str(r.id), parts)
+                    batches.setdefault(part, []).append(qe.Point(r.id, r.vector, payload))
+                for part, batch in batches.items():
+                    if part not in engines:
+                        engines[part] = self._open((tenant_id, part), create=True)
+                    engines[part].update(qe.UpdateOperation.upsert_points(batch))
+                if offset is None:
+                    break
+            while engines:
+                _, engine = engines.popitem()
+                if engine.info().points_count >= self._index_from:
+                    self._create_indexes(engine)
+                engine.flush()
+                engine.close()
+            if hot is not None:
+                hot.close()
+                hot = None
+            remove(hot_files(path))  # its points are all in the parts now
+            clear_spill(path)
+        except Exception as exc:
+            for engine in [*engines.values(), *([hot] if hot is not None else [])]:
+                with contextlib.suppress(Exception):
+                    engine.close()
+            raise AdapterError(
+                f"moving the vector points of tenant {tenant_id!r} to its parts failed (they "
+                f"stay where they were; the next write or open tries again): {exc}"
+            ) from exc
+        log.info("moved the hot vector shard of tenant %r to its %d parts", tenant_id, parts)
+        return parts
 
     # -- internals -------------------------------------------------------------------------
 
@@ -451,21 +702,21 @@ class QdrantEdgeIndex:
             engine.flush()
 
     async def _run(
-        self, tenant_id: str, what: str, fn: Callable[[qe.EdgeShard], T], *, create: bool
+        self, key: _Key, what: str, fn: Callable[[qe.EdgeShard], T], *, create: bool
     ) -> T:
         """``fn(engine)`` in a worker thread under the shard's lock, errors translated. A call
         that ends with more shards open than the limit (opened while the others were busy)
         closes the idle ones beyond it, so the limit holds again once the calls are done."""
         try:
             while True:
-                shard = await self._shard(tenant_id, create=create)
+                shard = await self._shard(key, create=create)
                 async with shard.lock:
                     if shard.closed:  # dropped or closed while we waited: look it up again
                         continue
                     indexes = shard.indexes
                     try:
                         return await asyncio.to_thread(
-                            self._call_and_index, tenant_id, what, shard, fn
+                            self._call_and_index, key[0], what, shard, fn
                         )
                     finally:
                         if shard.indexes != indexes:
@@ -532,16 +783,16 @@ class QdrantEdgeIndex:
             maps = self._maps = sum(shard_maps(s.indexes) for s in shards)
         return maps
 
-    async def _shard(self, tenant_id: str, *, create: bool) -> _Shard:
-        shard = self._shards.get(tenant_id)
+    async def _shard(self, key: _Key, *, create: bool) -> _Shard:
+        shard = self._shards.get(key)
         if shard is not None:
-            self._shards.move_to_end(tenant_id)
+            self._shards.move_to_end(key)
             return shard
         async with self._registry_lock:
-            shard = self._shards.get(tenant_id)
+            shard = self._shards.get(key)
             if shard is None:
                 await self._evict_idle()
-                shard = await asyncio.to_thread(self._open_and_register, tenant_id, create)
+                shard = await asyncio.to_thread(self._open_and_register, key, create)
             return shard
 
     async def _evict_idle(self, room: int = 1) -> None:
@@ -549,36 +800,39 @@ class QdrantEdgeIndex:
         (called under the registry lock). A caller that fetched an evicted shard finds it closed
         and opens it again (``_run``); if every open shard is busy, the limit waits for none
         (the last call to end closes what is beyond it)."""
-        for tenant_id in list(self._shards):
+        for key in list(self._shards):
             if not self._over(room):
                 return
-            shard = self._shards[tenant_id]
+            shard = self._shards[key]
             if shard.lock.locked():
                 continue
             async with shard.lock:
                 shard.closed = True
-                del self._shards[tenant_id]
+                del self._shards[key]
                 if self._maps is not None:
                     self._maps -= shard_maps(shard.indexes)
-                await asyncio.to_thread(_close_engine, tenant_id, shard)
+                await asyncio.to_thread(_close_engine, key[0], shard)
 
-    def _open_and_register(self, tenant_id: str, create: bool) -> _Shard:
+    def _open_and_register(self, key: _Key, create: bool) -> _Shard:
         # Registered from the thread: a caller cancelled meanwhile must not leak an open
         # engine, whose WAL lock would then refuse every later open of this shard.
-        engine = self._open(tenant_id, create)
+        engine = self._open(key, create)
         shard = _Shard(engine, indexes=len(engine.info().payload_schema))
-        self._shards[tenant_id] = shard
+        self._shards[key] = shard
         self._maps = None
         return shard
 
-    def _open(self, tenant_id: str, create: bool) -> qe.EdgeShard:
-        path = self.shard_dir(tenant_id)
+    def _open(self, key: _Key, create: bool) -> qe.EdgeShard:
+        tenant_id, part = key
+        path = self._path(key)
         if _held_elsewhere(path):
             raise AdapterError(
                 f"the Qdrant Edge shard of tenant {tenant_id!r} at {path} is open in another "
                 "process (a running worker): not opened here"
             )
         _recover_rewrite(path)  # a compaction a crash interrupted
+        if part == _HOT:
+            discard_unfinished_split(path)  # a first spill a crash interrupted
         exists = (path / _CONFIG_FILE).exists()
         if not exists and not create:
             raise _UnknownTenantError(f"tenant {tenant_id!r} has no vector shard at {path}")
@@ -625,6 +879,27 @@ class QdrantEdgeIndex:
             engine.update(qe.UpdateOperation.create_field_index(name, schema))
         if missing:
             engine.flush()
+
+
+def _flush(engine: qe.EdgeShard) -> None:
+    engine.flush()
+
+
+def _empty(missing: set[str]) -> bool:
+    return not missing
+
+
+def _optimize(engine: qe.EdgeShard) -> bool:
+    return bool(engine.optimize())
+
+
+def _call_each(
+    tenant_id: str,
+    what: str,
+    shards: Sequence[tuple[_Key, _Shard]],
+    fn: Callable[[qe.EdgeShard], T],
+) -> list[T]:
+    return [_call(tenant_id, what, shard, fn) for _, shard in shards]
 
 
 def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
