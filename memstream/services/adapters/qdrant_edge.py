@@ -42,7 +42,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -89,6 +89,8 @@ _SCROLL_PAGE = 1024
 # A search that excludes statuses asks the engine for this many more (at least) and drops the
 # excluded hits itself (``search``).
 _EXCLUDED_SLACK = 8
+# With parts, each shard is first asked for this many nearest at least (``_search``).
+_FIRST_ASK = 8
 # The engine's own defaults, stated so that a load after an erasure restores them (a load with a
 # config persists it; an unspecified field would keep ``_VACUUM_ONLY``'s).
 _EVERYDAY = qe.EdgeOptimizersConfig(
@@ -330,39 +332,54 @@ class QdrantEdgeIndex:
     async def _search(
         self, tenant_id: str, query: list[float], flt: VectorFilter, limit: int
     ) -> list[VectorHit]:
-        """The hot shard's answer; with parts, the ``limit`` nearest of every shard's ``limit``
-        nearest (exact: each shard's answer holds every one of its points that can be among
-        them), asked without payloads, whose payloads are then read for those ``limit`` only
-        (33 shards' hits made into Python objects cost more than their scans at 10^5)."""
-        parted = len(self._keys(tenant_id)) > 1
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(query),
-            filter=to_edge_filter(flt),
-            with_payload=not parted,
-            with_vector=False,
-        )
-        answers = await self._on_all(tenant_id, "search", lambda e: e.query(request))
-        if not parted:
+        """The hot shard's answer; with parts, the ``limit`` nearest over the hot shard and
+        every part, exact.
+
+        Each shard is first asked for a few (``_FIRST_ASK``: the nearest spread over the
+        parts, one subject's points in one), without payloads; a shard that returned as many
+        as it was asked with its last as near as the merged ``limit``-th may hold more of them,
+        and is asked again for ``limit``. Then the payloads of the ``limit`` kept are read.
+        (33 shards' full answers made into Python objects cost more than their scans at 10^5:
+        the engine returns every id as a ``uuid.UUID``.)"""
+        keys = self._keys(tenant_id)
+        filtered = to_edge_filter(flt)
+
+        def nearest(count: int, payload: bool) -> Callable[[qe.EdgeShard], Any]:
+            request = qe.QueryRequest(
+                limit=count,
+                query=qe.Query.Nearest(query),
+                filter=filtered,
+                with_payload=payload,
+                with_vector=False,
+            )
+            return lambda engine: engine.query(request)
+
+        if len(keys) == 1:
             return [
                 VectorHit(id=str(p.id), score=float(p.score), payload=p.payload or {})
-                for answer in answers
+                for _, answer in await self._on_all(tenant_id, "search", nearest(limit, True))
                 for p in answer
             ]
-        best: dict[str, float] = {}
-        for answer in answers:
-            for p in answer:  # a point a spill was moving may be in two shards: once here
-                best[str(p.id)] = max(float(p.score), best.get(str(p.id), float("-inf")))
-        nearest = sorted(best, key=lambda pid: -best[pid])[:limit]
-        if not nearest:
+        first = min(limit, max(_FIRST_ASK, -(-2 * limit // len(keys))))
+        answers = dict(await self._on_all(tenant_id, "search", nearest(first, False)))
+        best = _merged(answers.values(), limit)
+        floor = best[-1][1] if len(best) == limit else float("-inf")
+        again = [
+            key
+            for key, answer in answers.items()
+            if first < limit and len(answer) == first and float(answer[-1].score) >= floor
+        ]
+        if again:
+            answers.update(await self._on_all(tenant_id, "search", nearest(limit, False), again))
+            best = _merged(answers.values(), limit)
+        if not best:
             return []
-        records = await self._on_all(
-            tenant_id, "search", lambda e: e.retrieve(cast("Any", nearest), True, False)
-        )
-        payloads = {str(r.id): r.payload or {} for found in records for r in found}
+        ids = cast("Any", [pid for pid, _ in best])
+        records = await self._on_all(tenant_id, "search", lambda e: e.retrieve(ids, True, False))
+        payloads = {str(r.id): r.payload or {} for _, found in records for r in found}
         return [  # a point deleted between the two reads is left out
-            VectorHit(id=pid, score=best[pid], payload=payloads[pid])
-            for pid in nearest
+            VectorHit(id=pid, score=score, payload=payloads[pid])
+            for pid, score in best
             if pid in payloads
         ]
 
@@ -370,7 +387,7 @@ class QdrantEdgeIndex:
         counts = await self._on_all(
             tenant_id, "count", lambda e: e.count(qe.CountRequest(exact=True))
         )
-        return sum(counts)
+        return sum(count for _, count in counts)
 
     async def point_ids(self, tenant_id: str) -> set[str]:
         def scroll_all(engine: qe.EdgeShard) -> set[str]:
@@ -564,23 +581,30 @@ class QdrantEdgeIndex:
         of them moves points from the hot shard to a part asked later: none is missed."""
         answers: list[T] = []
         for key in self._keys(tenant_id):
-            answers += await self._ask(key, what, fn_for(key))
-            if answers and until is not None and until(answers[-1]):
-                break
+            for _, answer in await self._ask(key, what, fn_for(key)):
+                answers.append(answer)
+                if until is not None and until(answer):
+                    return answers
         return answers
 
-    async def _on_all(self, tenant_id: str, what: str, fn: Callable[[qe.EdgeShard], T]) -> list[T]:
-        """``fn`` on every shard of the tenant, in one worker thread: a call to a part costs
-        the engine 0.15-0.8 ms, a thread hand-off and its locks as much again (measured: 32
-        parts of 3,000 points, one thread each, 18 ms a search). The shards are looked up
-        (opened) first, then locked in key order (the only holder of several locks, holding
-        the registry's none meanwhile); if one was closed meanwhile (evicted, spilled), each
-        is asked in turn instead."""
-        keys = self._keys(tenant_id)
-        if len(keys) == 1:
-            return await self._ask(keys[0], what, fn)
+    async def _on_all(
+        self,
+        tenant_id: str,
+        what: str,
+        fn: Callable[[qe.EdgeShard], T],
+        keys: Sequence[_Key] | None = None,
+    ) -> list[tuple[_Key, T]]:
+        """``fn`` on every shard of the tenant (or ``keys``), in one worker thread: a call to a
+        part costs the engine 0.15-0.8 ms, a thread hand-off and its locks as much again
+        (measured: 32 parts of 3,000 points, one thread each, 18 ms a search). The shards are
+        looked up (opened) first, then locked in key order (the only holder of several locks,
+        holding the registry's none meanwhile); if one was closed meanwhile (evicted,
+        spilled), each is asked in turn instead. Shards that do not exist answer nothing."""
+        wanted = self._keys(tenant_id) if keys is None else list(keys)
+        if len(wanted) == 1:
+            return await self._ask(wanted[0], what, fn)
         shards: list[tuple[_Key, _Shard]] = []
-        for key in keys:
+        for key in wanted:
             with contextlib.suppress(_UnknownTenantError):
                 shards.append((key, await self._shard(key, create=False)))
         try:
@@ -592,14 +616,16 @@ class QdrantEdgeIndex:
         finally:
             if self._over(room=0):
                 await self._trim()
-        answers: list[T] = []
-        for key in self._keys(tenant_id):
+        answers: list[tuple[_Key, T]] = []
+        for key in self._keys(tenant_id) if keys is None else wanted:
             answers += await self._ask(key, what, fn)
         return answers
 
-    async def _ask(self, key: _Key, what: str, fn: Callable[[qe.EdgeShard], T]) -> list[T]:
+    async def _ask(
+        self, key: _Key, what: str, fn: Callable[[qe.EdgeShard], T]
+    ) -> list[tuple[_Key, T]]:
         try:
-            return [await self._run(key, what, fn, create=False)]
+            return [(key, await self._run(key, what, fn, create=False))]
         except _UnknownTenantError:
             return []
 
@@ -898,8 +924,20 @@ def _call_each(
     what: str,
     shards: Sequence[tuple[_Key, _Shard]],
     fn: Callable[[qe.EdgeShard], T],
-) -> list[T]:
-    return [_call(tenant_id, what, shard, fn) for _, shard in shards]
+) -> list[tuple[_Key, T]]:
+    return [(key, _call(tenant_id, what, shard, fn)) for key, shard in shards]
+
+
+def _merged(answers: Iterable[Sequence[Any]], limit: int) -> list[tuple[str, float]]:
+    """The ``limit`` nearest (id, score) of the shards' answers, nearest first; a point a spill
+    was moving may be in two shards: once here."""
+    best: dict[str, float] = {}
+    for answer in answers:
+        for p in answer:
+            pid, score = str(p.id), float(p.score)
+            if score > best.get(pid, float("-inf")):
+                best[pid] = score
+    return sorted(best.items(), key=lambda item: -item[1])[:limit]
 
 
 def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
