@@ -100,6 +100,7 @@ def run_scale(options: ScaleOptions) -> dict[str, Any]:
             embed_threads=base.embed_threads,
             rescore_seconds=base.rescore_seconds,
             max_open_shards=base.max_open_shards,
+            vector_parts=base.vector_parts,
         ),
         base.encoder,
     )

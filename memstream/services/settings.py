@@ -119,6 +119,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "max_open_shards",
         "Qdrant Edge shards a process keeps open (0: derived from map count and RAM)",
     ),
+    ("MEMSTREAM_VECTOR_PARTS", "vector_parts", "Qdrant Edge parts by subject (0: off; e.g. 32)"),
     (
         "MEMSTREAM_EMBED_THREADS",
         "embed_threads",
@@ -199,6 +200,7 @@ class Settings:
     log_level: str = "warn"
     rescore_seconds: int = 60
     max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
+    vector_parts: int = 0  # 0: one Qdrant Edge shard a tenant (adapters.qdrant_edge_parts)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     rotate_seconds: int | None = None  # None: decided by the stack (memstream.ops.stack)
@@ -236,6 +238,11 @@ class Settings:
             if 0 < seconds < 10:  # topics are created ahead every 5 s: a turn needs longer
                 raise SettingsError(f"MEMSTREAM_ROTATE_SECONDS={seconds}: 0 (off) or ≥ 10")
             return seconds
+
+        def vector_parts(parts: int) -> int:
+            if parts != 1:  # one part would be the hot shard's work twice over
+                return parts
+            raise SettingsError("MEMSTREAM_VECTOR_PARTS=1: 0 (off) or ≥ 2")
 
         level = (get("MEMSTREAM_LOG_LEVEL") or "warn").lower()
         if level not in {"crit", "error", "warn", "info", "debug"}:
@@ -281,6 +288,7 @@ class Settings:
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             max_open_shards=integer("MEMSTREAM_MAX_OPEN_SHARDS", 0, 0, 100_000),
+            vector_parts=vector_parts(integer("MEMSTREAM_VECTOR_PARTS", 0, 0, 256)),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 2, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 2, 1_500),
             rotate_seconds=(
@@ -310,6 +318,7 @@ class Settings:
             "MEMSTREAM_LOG_LEVEL": self.log_level,
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
             "MEMSTREAM_MAX_OPEN_SHARDS": str(self.max_open_shards),
+            "MEMSTREAM_VECTOR_PARTS": str(self.vector_parts),
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),

@@ -254,7 +254,32 @@ async def test_writes_and_reads_while_the_store_splits_lose_nothing(tmp_path: Pa
         await index.close()
 
 
-@pytest.mark.parametrize("parts", [1, 0])
-def test_a_store_needs_two_parts_at_least(tmp_path: Path, parts: int) -> None:
+@pytest.mark.parametrize("parts", [1, -1])
+def test_parts_are_off_or_two_at_least(tmp_path: Path, parts: int) -> None:
     with pytest.raises(ValueError, match="parts"):
         QdrantEdgeIndex(tmp_path, DIM, parts=parts)
+
+
+async def test_without_parts_a_tenant_stays_one_shard_and_one_already_split_keeps_its_parts(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(13)
+    root = tmp_path / "vectors"
+    points = [point(rng, f"C-{i}") for i in range(30)]
+    off = QdrantEdgeIndex(root, DIM, split_from=10)  # parts off (the default)
+    await off.upsert("one", points)
+    assert off.parts_of("one") == 0
+    await off.close()
+    on = QdrantEdgeIndex(root, DIM, split_from=10, parts=4)
+    await on.upsert("split", points[:20])
+    assert on.parts_of("split") == 4
+    await on.close()
+    back = QdrantEdgeIndex(root, DIM, split_from=10)  # turned off again
+    try:
+        await back.upsert("split", points[20:])  # into the hot shard, never moved
+        assert back.parts_of("split") == 4
+        assert await back.point_ids("split") == {p.id for p in points}
+        hits = await back.search("split", points[25].vector, EVERYTHING, 30)
+        assert [h.id for h in hits] == nearest(points, points[25].vector, 30)
+    finally:
+        await back.close()

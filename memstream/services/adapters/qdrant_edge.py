@@ -51,7 +51,6 @@ import numpy as np
 import qdrant_edge as qe
 
 from memstream.services.adapters.qdrant_edge_parts import (
-    PARTS,
     SPLIT_FROM,
     clear_spill,
     commit_split,
@@ -176,11 +175,13 @@ class _Shard:
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
     indexes: int = 0  # payload indexes it has
+    unflushed: bool = False  # a part whose payloads were set with ``durable=False`` since
 
 
 class QdrantEdgeIndex:
-    """One Qdrant Edge shard per tenant under ``root_dir``, split into ``parts`` shards by
-    subject once it holds ``split_from`` points (``qdrant_edge_parts``); cosine distance."""
+    """One Qdrant Edge shard per tenant under ``root_dir``; cosine distance. With ``parts``
+    (0: off), a tenant's shard is the hot one and, each time it holds ``split_from`` points,
+    they move to ``parts`` shards by subject (``qdrant_edge_parts``)."""
 
     def __init__(
         self,
@@ -192,14 +193,14 @@ class QdrantEdgeIndex:
         index_from: int = INDEX_FROM_POINTS,
         map_room: int | None = None,
         split_from: int = SPLIT_FROM,
-        parts: int = PARTS,
+        parts: int = 0,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if max_open is not None and max_open < 1:
             raise ValueError(f"max_open must be at least 1, got {max_open}")
-        if parts < 2 or split_from < 0:
-            raise ValueError(f"need parts >= 2 and split_from >= 0, got {parts}, {split_from}")
+        if parts == 1 or parts < 0 or split_from < 0:
+            raise ValueError(f"need parts 0 or >= 2, split_from >= 0; got {parts}, {split_from}")
         self.budget = shard_budget(max_open or 0)  # max_open, or derived from the process
         self._max_open = self.budget.max_open
         # The memory maps open shards may hold (``shard_maps`` each): the budget's by default.
@@ -251,7 +252,7 @@ class QdrantEdgeIndex:
             return int(engine.info().points_count)
 
         held = await self._run((tenant_id, _HOT), "upsert", write, create=True)
-        if held >= self._split_from:
+        if self._parts_count and held >= self._split_from:
             await self._spill(tenant_id)
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
@@ -280,7 +281,10 @@ class QdrantEdgeIndex:
         checked = [(canonical_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
         missing = {pid for pid, _ in checked}
 
-        def write(engine: qe.EdgeShard) -> set[str]:
+        def write(engine: qe.EdgeShard) -> bool:
+            """In each shard in turn, the hot one first (one thread: ``_on_all``)."""
+            if not missing:
+                return False
             found = {str(r.id) for r in engine.retrieve(list(missing), False, False)}
             for pid, payload in checked:
                 if pid in found:
@@ -288,20 +292,29 @@ class QdrantEdgeIndex:
             if found and self._flush_writes and durable:
                 engine.flush()  # once for the whole batch
             missing.difference_update(found)
-            return missing
+            return bool(found)
 
-        await self._on_each(
-            tenant_id, f"set_payloads of {len(checked)}", lambda _: write, until=_empty
-        )
+        what = f"set_payloads of {len(checked)}"
+        for key, wrote in await self._on_all(tenant_id, what, write):
+            if wrote and not durable and (shard := self._shards.get(key)) is not None:
+                shard.unflushed = True  # for ``flush`` (one closed since was flushed by it)
         return set(missing)
 
     async def flush(self, tenant_id: str) -> None:
         """One flush for the writes made with ``durable=False`` (the indexer's: one per tenant
-        and pass, where each write flushing cost 10-60 ms)."""
+        and pass, where each write flushing cost 10-60 ms): the hot shard and the parts
+        written to since their last flush."""
         if not self._flush_writes:
             return
-        with contextlib.suppress(_UnknownTenantError):  # writes go to the hot shard only
-            await self._run((tenant_id, _HOT), "flush", _flush, create=False)
+        written = [
+            key
+            for key, shard in list(self._shards.items())
+            if key[0] == tenant_id and key[1] != _HOT and shard.unflushed
+        ]
+        for key in written:
+            self._shards[key].unflushed = False
+        # The hot shard (every upsert's), and the parts whose payloads were set meanwhile.
+        await self._on_all(tenant_id, "flush", _flush, [(tenant_id, _HOT), *written])
 
     async def search(
         self, tenant_id: str, vector: Sequence[float], flt: VectorFilter, limit: int
@@ -909,10 +922,6 @@ class QdrantEdgeIndex:
 
 def _flush(engine: qe.EdgeShard) -> None:
     engine.flush()
-
-
-def _empty(missing: set[str]) -> bool:
-    return not missing
 
 
 def _optimize(engine: qe.EdgeShard) -> bool:

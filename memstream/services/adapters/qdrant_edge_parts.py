@@ -4,15 +4,19 @@ The engine places a point in the segment that is appendable when it is written a
 splits a segment, so a shard that is never optimised is one segment, and an erasure's vacuum
 rewrites all of it: 95 s for one customer in a tenant of 10^6 memories (docs/erasure.md).
 
-So a tenant's store is a *hot* shard (``<root>/<slug>/``), which every write goes to, and,
-once the hot shard has held ``SPLIT_FROM`` points, ``PARTS`` shards (``<slug>/parts/NNN/``):
+So, when a deployment turns parts on (``MEMSTREAM_VECTOR_PARTS``, e.g. 32), a tenant's store
+is a *hot* shard (``<root>/<slug>/``), which every write goes to, and, once the hot shard has
+held ``SPLIT_FROM`` points, that many parts (``<slug>/parts/NNN/``):
 each time the hot shard reaches ``SPLIT_FROM`` points they are moved ("spilled") to the part of
 their *subject* (the primary entity, ``part_of``) and the hot shard starts empty. One subject's
-memories then sit in one part of about 1/``PARTS`` of the tenant and in the hot shard (at most
+memories then sit in one part (1/32 of a tenant with 32 parts) and in the hot shard (at most
 ``SPLIT_FROM`` points), and forgetting it rewrites those two only; a memory that names the
 subject as an extra anchor sits in its own subject's part. A write flushes the hot shard alone
 (a flush costs ~12 ms a shard: writing each batch across the parts would cost as many). A
-search asks the hot shard and every part, and merges.
+search asks the hot shard and every part, and merges. What it costs (measured, 2-core VM,
+qdrant-edge-py 0.9, 384-d vectors at 16 bits): an engine call ~0.15 ms at 1,500 points and
+0.8 at 15,600 per part and search; a flush ~5 ms a part after a payload write; ~32-70 MiB of
+mapped file pages a loaded part; a vacuum ~48 µs a point.
 
 On disk, in order, so that a crash at any point loses nothing and duplicates nothing for long:
 
@@ -45,11 +49,6 @@ from typing import Any
 # most ~1 s (48-83 µs a point, measured at 10^5 on the 2-core VM), and a spill moves them once
 # (scroll and rewrite, one flush a part).
 SPLIT_FROM = 20_000
-# Parts of a split tenant: at 10^6 memories ~31,000 points a part (an erasure's rewrite ~1.5 s,
-# 48 µs a point). A search asks every part (0.15 ms a call at 1,500 points, 0.8 at 15,600), and
-# a batch written across them flushes each it touched (~12 ms a part): measured, 384-d, 16-bit
-# vectors, ten payload indexes, qdrant-edge-py 0.9, 2-core VM.
-PARTS = 32
 
 PARTS_DIR = "parts"
 _NEW_DIR = "parts.new"

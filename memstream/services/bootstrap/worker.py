@@ -134,7 +134,10 @@ def build_index(settings: Settings, dimension: int) -> VectorIndex:
     from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 
     index = QdrantEdgeIndex(
-        settings.vector_root, dimension, max_open=settings.max_open_shards or None
+        settings.vector_root,
+        dimension,
+        max_open=settings.max_open_shards or None,
+        parts=settings.vector_parts,
     )
     log.info("%s", index.budget.describe())
     return index
