@@ -175,7 +175,8 @@ class _Shard:
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
     indexes: int = 0  # payload indexes it has
-    unflushed: bool = False  # a part whose payloads were set with ``durable=False`` since
+    # A part whose payloads were set with ``durable=False`` since its last flush (``flush``).
+    unflushed: bool = False
 
 
 class QdrantEdgeIndex:
@@ -436,12 +437,13 @@ class QdrantEdgeIndex:
         if not point_ids:
             return 0
         ids: list[Any] = [canonical_id(tenant_id, pid) for pid in point_ids]
+        parted = bool(self._parts(tenant_id))
 
         def deleter(key: _Key) -> Callable[[qe.EdgeShard], int]:
             def write(engine: qe.EdgeShard) -> int:
                 found = [r.id for r in engine.retrieve(ids, False, False)]
                 if found:
-                    if self._parts(tenant_id):
+                    if parted:
                         self._mark_dirty(tenant_id, key[1])
                     self._apply(engine, qe.UpdateOperation.delete_points(found))
                 return len(found)
@@ -558,7 +560,10 @@ class QdrantEdgeIndex:
             parts = stored_parts(path)
             if parts and spill_pending(path) and not self._held(tenant_id, parts):
                 log.warning("finishing the spill a stop interrupted (tenant %r)", tenant_id)
-                self._spill_now(tenant_id, None)
+                try:
+                    self._spill_now(tenant_id, None)
+                except AdapterError as exc:  # served as it is (a point in two shards is
+                    log.error("%s", exc)  # answered once); the next spill tries again
         except (OSError, ValueError) as exc:
             raise AdapterError(f"the vector store of tenant {tenant_id!r}: {exc}") from exc
         if parts:
@@ -662,20 +667,28 @@ class QdrantEdgeIndex:
         is held throughout (no shard opens meanwhile: ~1 s for 20,000 points). A failure is
         logged; the hot shard keeps its points and the next write tries again."""
         async with self._registry_lock:
-            engine: qe.EdgeShard | None = None
+            hot: _Shard | None = None
             for key in [k for k in list(self._shards) if k[0] == tenant_id]:
                 shard = self._shards.pop(key)
                 self._maps = None
                 async with shard.lock:
                     shard.closed = True
                     if key[1] == _HOT:
-                        engine = shard.engine  # the spill closes it
+                        hot = shard  # the spill closes it
                     else:
                         await asyncio.to_thread(_close_engine, tenant_id, shard)
             try:
-                self._split[tenant_id] = await asyncio.to_thread(self._spill_now, tenant_id, engine)
+                self._split[tenant_id] = await asyncio.to_thread(self._spill_held, tenant_id, hot)
             except AdapterError as exc:
                 log.warning("%s", exc)
+
+    def _spill_held(self, tenant_id: str, hot: _Shard | None) -> int:
+        """``_spill_now`` with the hot shard's engine, once no thread of a cancelled call
+        still uses it."""
+        if hot is None:
+            return self._spill_now(tenant_id, None)
+        with hot.thread_lock:
+            return self._spill_now(tenant_id, hot.engine)
 
     def _spill_now(self, tenant_id: str, hot: qe.EdgeShard | None) -> int:
         path = self.shard_dir(tenant_id)
