@@ -24,7 +24,7 @@ from memstream.services.adapters.qdrant_edge_parts import (
     part_of,
     parts_dir,
 )
-from memstream.services.ports import VectorFilter, VectorPoint
+from memstream.services.ports import AdapterError, VectorFilter, VectorPoint
 
 DIM = 8
 EVERYTHING = VectorFilter(current_only=False)
@@ -283,3 +283,18 @@ async def test_without_parts_a_tenant_stays_one_shard_and_one_already_split_keep
         assert [h.id for h in hits] == nearest(points, points[25].vector, 30)
     finally:
         await back.close()
+
+
+async def test_a_manifest_that_names_an_impossible_part_count_is_refused(tmp_path: Path) -> None:
+    rng = np.random.default_rng(17)
+    index = QdrantEdgeIndex(tmp_path / "vectors", DIM, split_from=0, parts=4)
+    await index.upsert("acme", [point(rng, "C-1")])
+    await index.close()
+    manifest = parts_dir(index.shard_dir("acme")) / "parts.json"
+    manifest.write_text('{"parts": 1000000000}')
+    again = QdrantEdgeIndex(tmp_path / "vectors", DIM)
+    try:
+        with pytest.raises(AdapterError, match="parts manifest"):
+            await again.count("acme")
+    finally:
+        await again.close()

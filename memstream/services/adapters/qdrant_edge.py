@@ -51,6 +51,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from memstream.services.adapters.qdrant_edge_parts import (
+    MAX_PARTS,
     SPLIT_FROM,
     clear_spill,
     commit_split,
@@ -61,10 +62,12 @@ from memstream.services.adapters.qdrant_edge_parts import (
     new_parts_dir,
     part_dir,
     part_of,
+    parts_dir,
     remove,
     set_dirty_parts,
     spill_pending,
     stored_parts,
+    sync_dirs,
     write_manifest,
 )
 from memstream.services.adapters.shard_budget import shard_budget, shard_maps
@@ -200,8 +203,10 @@ class QdrantEdgeIndex:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if max_open is not None and max_open < 1:
             raise ValueError(f"max_open must be at least 1, got {max_open}")
-        if parts == 1 or parts < 0 or split_from < 0:
-            raise ValueError(f"need parts 0 or >= 2, split_from >= 0; got {parts}, {split_from}")
+        if parts == 1 or not 0 <= parts <= MAX_PARTS or split_from < 0:
+            raise ValueError(
+                f"need parts 0 or 2-{MAX_PARTS}, split_from >= 0; got {parts}, {split_from}"
+            )
         self.budget = shard_budget(max_open or 0)  # max_open, or derived from the process
         self._max_open = self.budget.max_open
         # The memory maps open shards may hold (``shard_maps`` each): the budget's by default.
@@ -371,11 +376,11 @@ class QdrantEdgeIndex:
         if len(keys) == 1:
             return [
                 VectorHit(id=str(p.id), score=float(p.score), payload=p.payload or {})
-                for _, answer in await self._on_all(tenant_id, "search", nearest(limit, True))
+                for _, answer in await self._on_all(tenant_id, "search", nearest(limit, True), keys)
                 for p in answer
             ]
         first = min(limit, max(_FIRST_ASK, -(-2 * limit // len(keys))))
-        answers = dict(await self._on_all(tenant_id, "search", nearest(first, False)))
+        answers = dict(await self._on_all(tenant_id, "search", nearest(first, False), keys))
         best = _merged(answers.values(), limit)
         floor = best[-1][1] if len(best) == limit else float("-inf")
         again = [
@@ -731,6 +736,7 @@ class QdrantEdgeIndex:
             if hot is not None:
                 hot.close()
                 hot = None
+            sync_dirs(parts_dir(path))  # the parts' new entries, before the only other copy goes
             remove(hot_files(path))  # its points are all in the parts now
             clear_spill(path)
         except Exception as exc:

@@ -49,6 +49,8 @@ from typing import Any
 # most ~1 s (48-83 µs a point, measured at 10^5 on the 2-core VM), and a spill moves them once
 # (scroll and rewrite, one flush a part).
 SPLIT_FROM = 20_000
+# Parts a tenant may have (``MEMSTREAM_VECTOR_PARTS``' range): a manifest naming more is refused.
+MAX_PARTS = 256
 
 PARTS_DIR = "parts"
 _NEW_DIR = "parts.new"
@@ -82,7 +84,7 @@ def stored_parts(shard_dir: Path) -> int:
     except (OSError, ValueError) as exc:
         raise ValueError(f"unreadable parts manifest under {shard_dir}: {exc}") from exc
     parts = manifest.get("parts") if isinstance(manifest, dict) else None
-    if not isinstance(parts, int) or parts < 1:
+    if not isinstance(parts, int) or not 2 <= parts <= MAX_PARTS:
         raise ValueError(f"the parts manifest under {shard_dir} names no part count: {manifest}")
     return parts
 
@@ -162,6 +164,12 @@ def set_dirty_parts(shard_dir: Path, parts: set[int]) -> None:
         _write_synced(path, sorted(parts))
     else:
         path.unlink(missing_ok=True)
+
+
+def sync_dirs(root: Path) -> None:
+    """fsync every directory under ``root`` (the engine syncs its files, not their names)."""
+    for folder, _dirs, _files in os.walk(root):
+        _sync_dir(Path(folder))
 
 
 def _write_synced(path: Path, value: Any) -> None:

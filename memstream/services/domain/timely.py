@@ -199,12 +199,11 @@ def period_first(
     chosen = {r.candidate.version_id for r in leaders}
     kinds = {r.candidate.fact_type.casefold() for r in leaders}
     subject = {r.candidate.version_id for r in pool}
+    focused = in_focus(results, reading)
     # With a subject, the period is what picks the leaders (they share what the question names,
     # the focus names the entity, or the question's other words tell no memory apart): another
     # record of their kind at another time yields whatever its relevance.
-    picked = bool(own) and (
-        bool(sharing) or in_focus(results, reading) or not any(_shares(r, words) for r in pool)
-    )
+    picked = bool(own) and (bool(sharing) or focused or not any(_shares(r, words) for r in pool))
 
     def yields(result: ScoredResult) -> bool:
         c = result.candidate
@@ -219,7 +218,6 @@ def period_first(
     out = yield_to(results, PERIOD, leads=leads, yields=same_kind, share=0.0) if picked else results
     out = yield_to(out, PERIOD, leads=leads, yields=yields)
     named = named_fact_types(reading.text)
-    focused = in_focus(results, reading)
     if not picked or not (named or focused):
         return out
     # "上个月那笔订单", "这块表9月的读数": the subject's records (of the kind named), in the period,
