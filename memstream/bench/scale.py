@@ -72,6 +72,7 @@ class ScaleOptions:
     # 10^6 memories leaves ~250,000 open complaints due at once).
     rescore_budget_s: float = 120.0
     replay_budget_s: float = 10.0
+    build_wait_s: float = 600.0  # for the vector index builds before the idle questions
 
 
 def say(line: str) -> None:
@@ -101,6 +102,7 @@ def run_scale(options: ScaleOptions) -> dict[str, Any]:
             rescore_seconds=base.rescore_seconds,
             max_open_shards=base.max_open_shards,
             vector_parts=base.vector_parts,
+            vector_build_from=base.vector_build_from,
         ),
         base.encoder,
     )
@@ -216,6 +218,12 @@ async def _one_size(
     index = container.index
     shard = index.shard_dir(TENANT) if hasattr(index, "shard_dir") else None
     figures["bytes_per_memory_shard"] = m.disk_bytes(shard) / current if shard else 0.0
+    if hasattr(index, "builds_done"):  # the HNSW builds the writes started (a child process)
+        say(f"{size}: waiting for the vector index builds (at most {options.build_wait_s:.0f} s) …")
+        started = time.perf_counter()
+        figures["index_built"] = await index.builds_done(options.build_wait_s)
+        figures["index_build_wait_s"] = time.perf_counter() - started
+        figures["index_builds"] = getattr(index, "builds_finished", 0)
     say(f"{size}: {options.questions} questions, idle …")
     asks = [(TENANT, q) for q in m.questions(options.questions, f"idle {size}")]
     stages: list[Mapping[str, float]] = []

@@ -14,6 +14,11 @@ out = Console(highlight=False, width=150)  # one row a line, in a terminal or a 
 # (label, key, format) of each row of the table, per size.
 ROWS: list[tuple[str, str, str]] = [
     ("memories written (events/s, ingest handler, cached vectors)", "build_events_per_s", "{:.0f}"),
+    (
+        "HNSW builds so far (child process) / waited for before the questions (s)",
+        "index_builds|index_build_wait_s",
+        "{:.0f} / {:.1f}",
+    ),
     ("query p50 / p95, idle (ms)", "query_p50_ms|query_p95_ms", "{:.1f} / {:.1f}"),
     (
         "  p50 by stage: embed / vector / keyword (the wait left) / fetch / rank (ms)",

@@ -1,9 +1,7 @@
-"""Settings: one immutable object, read once at start from the environment.
-
-Every external part is chosen by one setting; unset means the embedded default (README,
-"Settings"). This module reads ``os.environ`` only inside ``Settings.from_env``, never at import.
-Must not import adapters, handlers or streams.
-"""
+"""Settings: one immutable object, read once at start from the environment. Every external
+part is chosen by one setting; unset means the embedded default (README, "Settings"). This
+module reads ``os.environ`` only inside ``Settings.from_env``, never at import.
+Must not import adapters, handlers or streams."""
 
 from __future__ import annotations
 
@@ -120,6 +118,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "Qdrant Edge shards a process keeps open (0: derived from map count and RAM)",
     ),
     ("MEMSTREAM_VECTOR_PARTS", "vector_parts", "Qdrant Edge parts by subject (0: off; e.g. 32)"),
+    ("MEMSTREAM_VECTOR_BUILD_FROM", "vector_build_from", "HNSW build from N unindexed (0: off)"),
     (
         "MEMSTREAM_EMBED_THREADS",
         "embed_threads",
@@ -201,6 +200,7 @@ class Settings:
     rescore_seconds: int = 60
     max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
     vector_parts: int = 0  # 0: one Qdrant Edge shard a tenant (adapters.qdrant_edge_parts)
+    vector_build_from: int = 50_000  # 0: never (adapters.qdrant_edge_build)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
     rotate_seconds: int | None = None  # None: decided by the stack (memstream.ops.stack)
@@ -239,8 +239,8 @@ class Settings:
                 raise SettingsError(f"MEMSTREAM_ROTATE_SECONDS={seconds}: 0 (off) or ≥ 10")
             return seconds
 
-        def vector_parts(parts: int) -> int:
-            if parts != 1:  # one part would be the hot shard's work twice over
+        def vector_parts(parts: int) -> int:  # one part: the hot shard's work twice over
+            if parts != 1:
                 return parts
             raise SettingsError("MEMSTREAM_VECTOR_PARTS=1: 0 (off) or ≥ 2")
 
@@ -289,6 +289,7 @@ class Settings:
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             max_open_shards=integer("MEMSTREAM_MAX_OPEN_SHARDS", 0, 0, 100_000),
             vector_parts=vector_parts(integer("MEMSTREAM_VECTOR_PARTS", 0, 0, 256)),
+            vector_build_from=integer("MEMSTREAM_VECTOR_BUILD_FROM", 50_000, 0, 10**9),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 2, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 2, 1_500),
             rotate_seconds=(
@@ -319,6 +320,7 @@ class Settings:
             "MEMSTREAM_RESCORE_SECONDS": str(self.rescore_seconds),
             "MEMSTREAM_MAX_OPEN_SHARDS": str(self.max_open_shards),
             "MEMSTREAM_VECTOR_PARTS": str(self.vector_parts),
+            "MEMSTREAM_VECTOR_BUILD_FROM": str(self.vector_build_from),
             "MEMSTREAM_FETCH_WAIT_MS": str(self.fetch_wait_ms),
             "MEMSTREAM_FETCH_WAIT_ACTIVE_MS": str(self.fetch_wait_active_ms),
             "MEMSTREAM_EMBED_THREADS": str(self.embed_threads),

@@ -138,6 +138,7 @@ def build_index(settings: Settings, dimension: int) -> VectorIndex:
         dimension,
         max_open=settings.max_open_shards or None,
         parts=settings.vector_parts,
+        build_from=settings.vector_build_from,
     )
     log.info("%s", index.budget.describe())
     return index

@@ -1,0 +1,140 @@
+"""HNSW builds of a large Qdrant Edge shard, in a child process.
+
+qdrant-edge 0.9 builds a shard's HNSW index only in ``optimize()``, which holds Python's GIL
+from start to end (100,000 points: 26-46 s during which no other thread of the process ran):
+a worker that called it would stop answering everyone. So the worker never optimises a live
+shard. Once a tenant's shard holds many points that no index covers (``needs_build``), it is
+flushed and copied beside itself (``<shard>.build``, under the shard's lock), and a child
+process (``python -m`` this module, at a lower CPU priority) optimises the copy. Meanwhile the
+worker keeps serving and writing the live shard, recording the id of every point it writes;
+when the child is done those points are copied from the live shard to the built one (in rounds,
+then the last ones under the shard's lock), and the built shard takes the live one's place:
+``<shard>`` → ``<shard>.old``, ``<shard>.build`` → ``<shard>``, both renames fsynced, then the
+old one removed.
+
+On disk, whatever a crash interrupts (``recover_swap``, ``discard``): a ``.build`` directory
+is never the truth (its points are a copy, plus writes the live shard also holds) and is
+removed; an ``.old`` directory beside its shard is the swap's leftover (removed), and without
+its shard it is the whole shard (renamed back). A deletion cancels a build in progress and
+removes its copy: an erasure leaves no copy of a deleted point behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+# A shard is built once this many of its points are outside any index, and they are at least
+# half of the shard: each build then costs at most twice the points written since the last, and
+# growing to 10^6 points builds ~2 x 10^6 (measured: 10^6 random 384-d points took 538 s of
+# the child on the 2-core VM), with at most half of the points scanned outside the index.
+BUILD_FROM = 50_000
+BUILD_SHARE = 2
+_NICE = 10  # the child yields the cores to the worker's own work
+
+
+def needs_build(points: int, indexed: int, build_from: int) -> bool:
+    """Whether a shard of ``points`` points, ``indexed`` of them in an HNSW index, is built."""
+    unindexed = points - indexed
+    return build_from > 0 and unindexed >= build_from and unindexed * BUILD_SHARE >= points
+
+
+def build_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".build")
+
+
+def old_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".old")
+
+
+def recover_swap(path: Path) -> None:
+    """Finish or undo a swap a crash interrupted (see the module docstring); the same for the
+    ``.rewrite`` + ``.old`` swap by which compactions once rewrote a whole shard."""
+    old = old_dir(path)
+    if old.exists():
+        if path.exists():  # swapped in: only the old copy is left to remove
+            shutil.rmtree(old)
+        else:  # moved away, not yet replaced: the old shard is whole
+            old.rename(path)
+            _sync(path.parent)
+    shutil.rmtree(path.with_name(path.name + ".rewrite"), ignore_errors=True)
+
+
+def discard(path: Path) -> None:
+    """Remove the copy a build of the shard at ``path`` works on, if any."""
+    shutil.rmtree(build_dir(path), ignore_errors=True)
+    if build_dir(path).exists():  # ignore_errors hid why: say it
+        shutil.rmtree(build_dir(path))
+
+
+def copy_for_build(path: Path) -> Path:
+    """Copy the (flushed) shard at ``path`` beside it for a build; returns the copy's path."""
+    target = build_dir(path)
+    discard(path)
+    shutil.copytree(path, target)
+    return target
+
+
+def swap_in(path: Path) -> None:
+    """Put the built shard in the place of the one at ``path`` (both closed)."""
+    built, old = build_dir(path), old_dir(path)
+    _sync(built)
+    path.rename(old)
+    _sync(path.parent)
+    built.rename(path)
+    _sync(path.parent)
+    shutil.rmtree(old)
+
+
+def start_child(path: Path, dimension: int) -> subprocess.Popen[bytes]:
+    """The child process that optimises the shard copy at ``path`` (``main``)."""
+    return subprocess.Popen(  # our own interpreter and module, on a path we made
+        [sys.executable, "-m", __name__, str(path), str(dimension)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=_die_with_parent,  # a prctl and a nice: no lock taken
+    )
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: killed when the worker dies (Linux), and niced."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    with contextlib.suppress(Exception):
+        os.nice(_NICE)
+
+
+def _sync(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str]) -> int:
+    """Optimise the shard copy at ``argv[0]`` (of dimension ``argv[1]``): HNSW and segment
+    merges as the engine plans them with the worker's config; flush it, close it."""
+    from memstream.services.adapters.qdrant_edge import load_shard
+
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: python -m memstream.services.adapters.qdrant_edge_build SHARD_DIR DIMENSION")
+        return 2
+    engine = load_shard(Path(argv[0]), int(argv[1]))
+    try:
+        engine.optimize()
+        engine.flush()
+    finally:
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
