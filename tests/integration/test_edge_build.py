@@ -1,0 +1,209 @@
+"""HNSW builds of a large tenant's Qdrant Edge shard in a child process (``qdrant_edge_build``):
+the built shard answers as the live one did, nothing written during a build is lost, a deletion
+leaves no copy behind, and whatever a stop interrupts is undone on disk — on the real engine
+and a real child process."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import qdrant_edge as qe
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex, load_shard
+from memstream.services.adapters.qdrant_edge_build import (
+    BUILD_SHARE,
+    build_dir,
+    needs_build,
+    old_dir,
+)
+from memstream.services.ports import VectorFilter, VectorPoint
+
+EVERYTHING = VectorFilter(current_only=False)
+
+
+def points(rng: np.random.Generator, count: int, dim: int, **payload: Any) -> list[VectorPoint]:
+    vectors = rng.normal(size=(count, dim))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return [
+        VectorPoint(
+            id=str(uuid.uuid4()),
+            vector=[float(x) for x in v],
+            payload={"memory_key": f"mk-{uuid.uuid4()}", "is_current": True, "n": 0} | payload,
+        )
+        for v in vectors
+    ]
+
+
+async def write(index: QdrantEdgeIndex, tenant: str, batch: list[VectorPoint]) -> None:
+    for start in range(0, len(batch), 500):
+        await index.upsert(tenant, batch[start : start + 500], durable=False)
+    await index.flush(tenant)
+
+
+def files_holding(root: Path, needle: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+@given(
+    points_=st.integers(0, 10**7),
+    indexed=st.integers(0, 10**7),
+    build_from=st.integers(0, 10**6),
+)
+def test_a_build_is_due_for_many_unindexed_points_and_never_when_off(
+    points_: int, indexed: int, build_from: int
+) -> None:
+    indexed = min(indexed, points_)
+    due = needs_build(points_, indexed, build_from)
+    unindexed = points_ - indexed
+    assert due == (
+        build_from > 0 and unindexed >= build_from and unindexed * BUILD_SHARE >= points_
+    )
+    if due:  # each build covers at least a share of the shard: the work stays proportional
+        assert unindexed >= points_ / BUILD_SHARE
+
+
+async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_path: Path) -> None:
+    """384-d points past the engine's 10 MB indexing threshold: after the build the engine
+    reports them indexed, every point is still there, and each stored vector asked finds
+    itself first, as in the brute-force shard."""
+    rng, tenant = np.random.default_rng(7), "acme"
+    index = QdrantEdgeIndex(tmp_path / "v", 384, flush_writes=False, build_from=16_000)
+    batch = points(rng, 20_000, 384)
+    await write(index, tenant, batch)
+    assert await index.builds_done(120)
+    assert index.builds_finished == 1
+    await index.close()
+    engine = load_shard(index.shard_dir(tenant), 384)
+    try:
+        assert engine.info().indexed_vectors_count >= 16_000  # HNSW over the copy's points
+    finally:
+        engine.close()
+    assert await index.count(tenant) == len(batch)
+    for p in batch[::1000]:
+        hits = await index.search(tenant, p.vector, EVERYTHING, 10)
+        assert hits[0].id == p.id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+        assert hits[0].payload["memory_key"] == p.payload["memory_key"]
+    assert not build_dir(index.shard_dir(tenant)).exists()
+    assert not old_dir(index.shard_dir(tenant)).exists()
+    await index.close()
+
+
+async def test_writes_made_during_a_build_are_all_in_the_built_shard(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Upserts, new payloads and overwrites go on while the child builds: the swapped-in
+    shard holds each point with its last vector and payload."""
+    rng, tenant, dim = np.random.default_rng(3), "acme", 8
+    index = QdrantEdgeIndex(tmp_path / "v", dim, flush_writes=False, build_from=1_000)
+    first = points(rng, 1_000, dim)
+    expected = {p.id: p for p in first}
+    with caplog.at_level(logging.INFO, logger="memstream.services.adapters.qdrant_edge"):
+        await write(index, tenant, first)  # the build starts
+        assert index._builds, "a build should have started"
+        rounds = 0
+        while index._builds and rounds < 400:  # write as long as it runs (~1 s: a child)
+            rounds += 1
+            fresh = points(rng, 20, dim, n=rounds)
+            await index.upsert(tenant, fresh, durable=False)
+            expected.update({p.id: p for p in fresh})
+            moved = first[rounds % len(first)]
+            await index.set_payloads(tenant, [(moved.id, {"n": -rounds})], durable=False)
+            expected[moved.id] = VectorPoint(moved.id, moved.vector, moved.payload | {"n": -rounds})
+            await asyncio.sleep(0)
+        assert await index.builds_done(60)
+    assert rounds > 1, "no write happened during the build"
+    assert index.builds_finished == 1
+    assert any("indexed the vector shard" in r.getMessage() for r in caplog.records)
+    await index.flush(tenant)
+    assert await index.point_ids(tenant) == set(expected)
+    await index.close()
+    engine = load_shard(index.shard_dir(tenant), dim)
+    try:
+        records = engine.retrieve(list(expected), True, True)
+    finally:
+        engine.close()
+    assert len(records) == len(expected)
+    for r in records:
+        want = expected[str(r.id)]
+        assert r.payload["n"] == want.payload["n"], str(r.id)
+        assert np.allclose(np.asarray(r.vector), want.vector, atol=1e-3)
+
+
+async def test_a_deletion_cancels_a_build_and_leaves_no_copy_of_the_point(tmp_path: Path) -> None:
+    rng, tenant, dim = np.random.default_rng(5), "acme", 8
+    canary = f"canary-{uuid.uuid4()}"
+    index = QdrantEdgeIndex(tmp_path / "v", dim, flush_writes=False, build_from=1_000)
+    victim = points(rng, 1, dim, secret=canary)
+    await write(index, tenant, victim + points(rng, 1_200, dim))
+    assert index._builds, "a build should have started"
+    assert await index.delete(tenant, [victim[0].id]) == 1
+    assert not index._builds  # given up before the delete
+    await index.compact(tenant)
+    await index.close()
+    assert files_holding(tmp_path, canary.encode()) == []
+    assert not build_dir(index.shard_dir(tenant)).exists()
+    assert await index.count(tenant) == 1_200
+    await index.close()
+
+
+async def test_close_during_a_build_stops_the_child_and_removes_its_copy(tmp_path: Path) -> None:
+    rng, tenant = np.random.default_rng(9), "acme"
+    index = QdrantEdgeIndex(tmp_path / "v", 384, flush_writes=False, build_from=8_000)
+    await write(index, tenant, points(rng, 16_000, 384))
+    build = index._builds.get(tenant)
+    assert build is not None
+    for _ in range(200):  # until the child runs (the copy is made first)
+        if build.child is not None:
+            break
+        await asyncio.sleep(0.05)
+    await index.close()
+    assert build.child is not None and build.child.poll() is not None
+    assert not build_dir(index.shard_dir(tenant)).exists()
+    assert index.builds_finished == 0
+    assert await index.count(tenant) == 16_000  # the live shard, as it was
+    await index.close()
+
+
+async def test_what_a_stopped_build_left_on_disk_is_undone_on_open(tmp_path: Path) -> None:
+    """A copy left by a stop is removed; a shard moved aside but not replaced comes back; a
+    leftover of a finished swap is removed. Each time every point is answered."""
+    rng, tenant, dim = np.random.default_rng(11), "acme", 8
+    index = QdrantEdgeIndex(tmp_path / "v", dim, build_from=0)
+    batch = points(rng, 50, dim)
+    await write(index, tenant, batch)
+    await index.close()
+    shard = index.shard_dir(tenant)
+
+    def copy_of(source: Path, target: Path) -> None:
+        engine = qe.EdgeShard.load(str(source))  # as the copy would hold it
+        engine.close()
+        import shutil
+
+        shutil.copytree(source, target)
+
+    copy_of(shard, build_dir(shard))  # a stop during a build
+    assert await index.count(tenant) == 50
+    assert not build_dir(shard).exists()
+    await index.close()
+
+    copy_of(shard, build_dir(shard))  # a stop between the swap's two renames
+    shard.rename(old_dir(shard))
+    assert await index.count(tenant) == 50
+    assert shard.exists() and not old_dir(shard).exists() and not build_dir(shard).exists()
+    await index.close()
+
+    copy_of(shard, old_dir(shard))  # a stop before the old shard was removed
+    assert await index.count(tenant) == 50
+    assert not old_dir(shard).exists()
+    assert {h.id for h in await index.search(tenant, batch[0].vector, EVERYTHING, 50)} == {
+        p.id for p in batch
+    }
+    await index.close()
