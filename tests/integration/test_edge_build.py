@@ -93,6 +93,12 @@ async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_pat
         assert hits[0].payload["memory_key"] == p.payload["memory_key"]
     assert not build_dir(index.shard_dir(tenant)).exists()
     assert not old_dir(index.shard_dir(tenant)).exists()
+    # An erasure's compaction rewrites the segment without its index: the next write builds.
+    await index.delete(tenant, [batch[0].id])
+    await index.compact(tenant)
+    await index.upsert(tenant, points(rng, 1, 384))
+    assert index._builds
+    assert await index.builds_done(120) and index.builds_finished == 2
     await index.close()
 
 
