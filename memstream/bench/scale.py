@@ -224,6 +224,7 @@ async def _one_size(
         figures["index_built"] = await index.builds_done(options.build_wait_s)
         figures["index_build_wait_s"] = time.perf_counter() - started
         figures["index_builds"] = getattr(index, "builds_finished", 0)
+        figures["index_last_build"] = dict(getattr(index, "last_build", {}))
     say(f"{size}: {options.questions} questions, idle …")
     asks = [(TENANT, q) for q in m.questions(options.questions, f"idle {size}")]
     stages: list[Mapping[str, float]] = []

@@ -19,6 +19,12 @@ ROWS: list[tuple[str, str, str]] = [
         "index_builds|index_build_wait_s",
         "{:.0f} / {:.1f}",
     ),
+    (
+        "  the last build: points / copy (the shard's lock held) / child / catch-up / swap (s)",
+        "index_last_build.points|index_last_build.copy_s|index_last_build.child_s|"
+        "index_last_build.catch_up_s|index_last_build.swap_s",
+        "{:.0f} / {:.1f} / {:.1f} / {:.1f} / {:.1f}",
+    ),
     ("query p50 / p95, idle (ms)", "query_p50_ms|query_p95_ms", "{:.1f} / {:.1f}"),
     (
         "  p50 by stage: embed / vector / keyword (the wait left) / fetch / rank (ms)",

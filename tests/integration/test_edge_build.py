@@ -80,6 +80,7 @@ async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_pat
     await write(index, tenant, batch)
     assert await index.builds_done(120)
     assert index.builds_finished == 1
+    assert index.last_build["points"] >= 16_000 and index.last_build["child_s"] > 0
     await index.close()
     engine = load_shard(index.shard_dir(tenant), 384)
     try:

@@ -253,6 +253,7 @@ class QdrantEdgeIndex:
         self._builds: dict[str, _Build] = {}
         self._built: dict[str, int] = {}  # points a tenant's last build here started from
         self.builds_finished = 0  # shards built and swapped in by this process
+        self.last_build: dict[str, float] = {}  # its points and phases' seconds (bench scale)
         self._root = Path(root_dir)
         self._dimension = dimension
         self._flush_writes = flush_writes
@@ -852,8 +853,14 @@ class QdrantEdgeIndex:
         """Copy the tenant's shard, index the copy in a child process, bring over what was
         written meanwhile, swap it in. Any failure leaves the live shard as it was."""
         path, hot = self.shard_dir(tenant_id), (tenant_id, _HOT)
-        started, swapped = time.monotonic(), False
+        swapped, phases = False, {"copy_s": 0.0, "child_s": 0.0, "catch_up_s": 0.0, "swap_s": 0.0}
         built: qe.EdgeShard | None = None
+        clock = time.monotonic()
+
+        def lap(phase: str) -> None:
+            nonlocal clock
+            now = time.monotonic()
+            phases[phase], clock = now - clock, now
 
         def copy(engine: qe.EdgeShard) -> None:
             engine.flush()
@@ -865,9 +872,11 @@ class QdrantEdgeIndex:
 
         try:
             await self._run(hot, "copy for an index build", copy, create=False)
+            lap("copy_s")
             if not build.cancelled:
                 build.child = start_child(build_dir(path), self._dimension)
                 _, err = await asyncio.to_thread(build.child.communicate)
+                lap("child_s")
                 if build.child.returncode and not build.cancelled:
                     raise AdapterError(
                         f"the index build exited with {build.child.returncode}: "
@@ -882,8 +891,10 @@ class QdrantEdgeIndex:
                         hot, "index build catch-up", _taker(build), create=False
                     )
                     await asyncio.to_thread(_copy_over, built, *taken)
+                lap("catch_up_s")
                 swapped = await self._swap_built(tenant_id, build, built)
                 built = None  # closed by the swap
+                lap("swap_s")
         except Exception as exc:  # the live shard stands; a later write tries again
             log.warning("indexing the vector shard of tenant %r failed: %s", tenant_id, exc)
         finally:
@@ -897,11 +908,8 @@ class QdrantEdgeIndex:
                 del self._builds[tenant_id]
         if swapped:
             self.builds_finished += 1
-            log.info(
-                "indexed the vector shard of tenant %r in %.1f s (a child process)",
-                tenant_id,
-                time.monotonic() - started,
-            )
+            self.last_build = {"points": self._built.get(tenant_id, 0), **phases}
+            log.info("indexed the vector shard of tenant %r: %s", tenant_id, self.last_build)
 
     def _load_built(self, path: Path) -> qe.EdgeShard:
         return load_shard(build_dir(path), self._dimension)

@@ -5,7 +5,7 @@ from start to end (100,000 points: 26-46 s during which no other thread of the p
 a worker that called it would stop answering everyone. So the worker never optimises a live
 shard. Once a tenant's shard holds many points that no index covers (``needs_build``), it is
 flushed and copied beside itself (``<shard>.build``, under the shard's lock), and a child
-process (``python -m`` this module, at a lower CPU priority) optimises the copy. Meanwhile the
+process (``qdrant_edge_child``, at a lower CPU priority) optimises the copy. Meanwhile the
 worker keeps serving and writing the live shard, recording the id of every point it writes;
 when the child is done those points are copied from the live shard to the built one (in rounds,
 then the last ones under the shard's lock), and the built shard takes the live one's place:
@@ -37,6 +37,7 @@ from pathlib import Path
 BUILD_FROM = 50_000
 BUILD_SHARE = 2
 _NICE = 10  # the child yields the cores to the worker's own work
+CHILD_MODULE = "memstream.services.adapters.qdrant_edge_child"
 
 
 def needs_build(points: int, indexed: int, build_from: int) -> bool:
@@ -93,9 +94,9 @@ def swap_in(path: Path) -> None:
 
 
 def start_child(path: Path, dimension: int) -> subprocess.Popen[bytes]:
-    """The child process that optimises the shard copy at ``path`` (``main``)."""
+    """The child process that optimises the shard copy at ``path`` (``qdrant_edge_child``)."""
     return subprocess.Popen(  # our own interpreter and module, on a path we made
-        [sys.executable, "-m", __name__, str(path), str(dimension)],
+        [sys.executable, "-m", CHILD_MODULE, str(path), str(dimension)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -117,24 +118,3 @@ def _sync(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def main(argv: list[str]) -> int:
-    """Optimise the shard copy at ``argv[0]`` (of dimension ``argv[1]``): HNSW and segment
-    merges as the engine plans them with the worker's config; flush it, close it."""
-    from memstream.services.adapters.qdrant_edge import load_shard
-
-    if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m memstream.services.adapters.qdrant_edge_build SHARD_DIR DIMENSION")
-        return 2
-    engine = load_shard(Path(argv[0]), int(argv[1]))
-    try:
-        engine.optimize()
-        engine.flush()
-    finally:
-        engine.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -70,10 +70,11 @@ def model_dimension(settings: Settings) -> int:
 
 def copy_index(root: Path, dimension: int) -> VectorIndex:
     """Qdrant Edge shards under ``root``, writes not flushed one by one (a killed process
-    loses nothing, the WAL is in the page cache; ``close`` flushes): rebuilds and benches."""
+    loses nothing, the WAL is in the page cache; ``close`` flushes): rebuilds and benches. No
+    HNSW build (a tool's run would give it up at its end): the worker's next write starts it."""
     from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex
 
-    return QdrantEdgeIndex(root, dimension, flush_writes=False)
+    return QdrantEdgeIndex(root, dimension, flush_writes=False, build_from=0)
 
 
 def offline_index(settings: Settings, dimension: int) -> VectorIndex:
