@@ -108,12 +108,12 @@ _EXCLUDED_SLACK = 8
 # An index build brings over the points written meanwhile in rounds, each read under the live
 # shard's lock, until this few are left for the swap (which holds it throughout).
 _CATCH_UP_ROUNDS = 8
+_CATCH_UP_LAST = 2_000
 # How many candidates an HNSW search keeps (a built shard's; a plain segment is scanned whole).
 # On 10^5 real MiniLM embeddings (perturbed copies, as ``bench scale`` writes them) the 40
 # nearest under the current-version filter were found at 0.90 with the engine's default, 0.98
 # at 256, 0.994 at 512 (1.0 ms a search; measured, qdrant-edge-py 0.9).
 _HNSW_EF = 512
-_CATCH_UP_LAST = 2_000
 _FIRST_ASK = 8
 # The engine's own defaults, stated so that a load after an erasure restores them (a load with a
 # config persists it; an unspecified field would keep ``_VACUUM_ONLY``'s).
