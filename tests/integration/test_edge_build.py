@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -192,8 +193,6 @@ async def test_what_a_stopped_build_left_on_disk_is_undone_on_open(tmp_path: Pat
     def copy_of(source: Path, target: Path) -> None:
         engine = qe.EdgeShard.load(str(source))  # as the copy would hold it
         engine.close()
-        import shutil
-
         shutil.copytree(source, target)
 
     copy_of(shard, build_dir(shard))  # a stop during a build

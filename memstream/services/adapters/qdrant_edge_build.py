@@ -30,6 +30,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memstream.services.adapters.qdrant_edge_parts import sync_dir, sync_dirs
+
 # A shard is built once this many of its points are outside any index, and they are at least
 # half of the shard: each build then costs at most twice the points written since the last, and
 # growing to 10^6 points builds ~2 x 10^6 (measured: 10^6 random 384-d points took 538 s of
@@ -63,14 +65,13 @@ def recover_swap(path: Path) -> None:
             shutil.rmtree(old)
         else:  # moved away, not yet replaced: the old shard is whole
             old.rename(path)
-            _sync(path.parent)
+            sync_dir(path.parent)
     shutil.rmtree(path.with_name(path.name + ".rewrite"), ignore_errors=True)
 
 
 def discard(path: Path) -> None:
     """Remove the copy a build of the shard at ``path`` works on, if any."""
-    shutil.rmtree(build_dir(path), ignore_errors=True)
-    if build_dir(path).exists():  # ignore_errors hid why: say it
+    with contextlib.suppress(FileNotFoundError):
         shutil.rmtree(build_dir(path))
 
 
@@ -85,11 +86,11 @@ def copy_for_build(path: Path) -> Path:
 def swap_in(path: Path) -> None:
     """Put the built shard in the place of the one at ``path`` (both closed)."""
     built, old = build_dir(path), old_dir(path)
-    _sync(built)
+    sync_dirs(built)  # the engine syncs its files, not their names (nor the copy's)
     path.rename(old)
-    _sync(path.parent)
+    sync_dir(path.parent)
     built.rename(path)
-    _sync(path.parent)
+    sync_dir(path.parent)
     shutil.rmtree(old)
 
 
@@ -110,11 +111,3 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     with contextlib.suppress(Exception):
         os.nice(_NICE)
-
-
-def _sync(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

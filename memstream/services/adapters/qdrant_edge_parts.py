@@ -107,9 +107,9 @@ def write_manifest(parts_root: Path, parts: int) -> None:
 def commit_split(shard_dir: Path) -> None:
     """The parts' directory, written as ``parts.new``, becomes the tenant's."""
     new = new_parts_dir(shard_dir)
-    _sync_dir(new)
+    sync_dir(new)
     new.rename(parts_dir(shard_dir))
-    _sync_dir(shard_dir)
+    sync_dir(shard_dir)
 
 
 def hot_files(shard_dir: Path) -> list[Path]:
@@ -145,7 +145,7 @@ def spill_pending(shard_dir: Path) -> bool:
 
 def clear_spill(shard_dir: Path) -> None:
     (parts_dir(shard_dir) / _SPILLING).unlink(missing_ok=True)
-    _sync_dir(parts_dir(shard_dir))
+    sync_dir(parts_dir(shard_dir))
 
 
 def dirty_parts(shard_dir: Path) -> set[int]:
@@ -169,7 +169,7 @@ def set_dirty_parts(shard_dir: Path, parts: set[int]) -> None:
 def sync_dirs(root: Path) -> None:
     """fsync every directory under ``root`` (the engine syncs its files, not their names)."""
     for folder, _dirs, _files in os.walk(root):
-        _sync_dir(Path(folder))
+        sync_dir(Path(folder))
 
 
 def _write_synced(path: Path, value: Any) -> None:
@@ -179,10 +179,11 @@ def _write_synced(path: Path, value: Any) -> None:
         out.flush()
         os.fsync(out.fileno())
     tmp.replace(path)
-    _sync_dir(path.parent)
+    sync_dir(path.parent)
 
 
-def _sync_dir(path: Path) -> None:
+def sync_dir(path: Path) -> None:
+    """fsync the directory ``path`` (its entries: names made, renamed or removed)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
