@@ -22,7 +22,7 @@ from memstream.schemas import codec, envelope
 from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
 from memstream.services.adapters.redis_nonces import RedisNonceStore
 from memstream.services.domain.identity import AuthError
-from memstream.services.handlers.guard import Guard, Opened, Refused
+from memstream.services.handlers.guard import Guard, Opened, ReadAgain, Refused
 from memstream.services.ports import Position
 from tests.conftest import MACHINE_REDIS, drop_schema, traversable_dir, unique, with_schema
 from tests.identity_kit import Keyring, signed_request, utcnow
@@ -101,7 +101,11 @@ async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
     opened_attacks: list[str] = []
     bad_addresses: list[Any] = []
     refused = 0
-    position = Position("memory.requests", 0, 0)
+    offsets = iter(range(10**9))  # the broker gives every record its own offset
+
+    def position() -> Position:
+        return Position("memory.requests", 0, next(offsets))
+
     secret = "planted-secret-" + uuid.uuid4().hex
 
     for n in range(REQUEST_PROBES):
@@ -139,7 +143,7 @@ async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
             forged = envelope.Credential(a.key_id, g.seed, g.service_public)
             value, headers, _ = signed_request(forged, record, **kw)
         elif attack == "replayed":
-            guard_result = await guard.open_request(value, headers, position)
+            guard_result = await guard.open_request(value, headers, position())
             assert isinstance(guard_result, Opened), guard_result
             outcome["control"] += 1
         elif attack == "token_of_another_request":
@@ -158,7 +162,7 @@ async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
         elif attack == "unknown_key":
             fake = envelope.Credential.new(envelope.new_key_id(), keyring.service_public)
             value, headers, _ = signed_request(fake, record, **kw)
-        result = await guard.open_request(value, headers, position)
+        result = await guard.open_request(value, headers, position())
         if isinstance(result, Opened):
             if attack != "control":
                 opened_attacks.append(attack)
@@ -245,3 +249,53 @@ def test_ten_thousand_probes_find_no_way_in(dsn: str, data_dir: Path) -> None:
             "SELECT count(*) FROM auth_audit WHERE kind = 'request' AND at >= %s", (started,)
         ).fetchone()
     assert audited is not None and audited[0] == found["refused"]
+
+
+async def _read_again(dsn: str, keyring: Keyring) -> dict[str, Any]:
+    tenant = unique("acme-")
+    agent = await keyring.issue_async(tenant, "agent")
+    store = await PostgresCredentialStore.connect(dsn, utcnow, cache_seconds=0)
+    nonces = RedisNonceStore.from_url(MACHINE_REDIS, prefix=unique("test:nonce:") + ":")
+    guard = Guard(
+        store,
+        nonces,
+        keyring.service,
+        REPLIES,
+        "memory.replies",
+        lambda data: codec.decode("RetrievalRequest", data),
+        utcnow,
+    )
+    value, headers, _ = signed_request(agent, {"query": "what did I order?"}, partition=2)
+    first_read = Position("memory.requests.g7", 1, 40)
+    verdicts = [
+        await guard.open_request(value, headers, first_read),
+        # the consumer reads the same record again (a rebalance, a restart before its commit)
+        await guard.open_request(value, headers, Position("memory.requests.g7", 1, 40)),
+        await guard.open_request(value, headers, first_read),
+        # the same bytes sent again by anyone land at another offset, or another topic
+        await guard.open_request(value, headers, Position("memory.requests.g7", 1, 41)),
+        await guard.open_request(value, headers, Position("memory.requests", 1, 40)),
+    ]
+    await nonces.close()
+    await store.close()
+    return {"verdicts": verdicts, "request_id": headers["correlation_id"].decode()}
+
+
+def test_a_record_read_again_is_not_answered_twice_and_a_copy_of_it_is_refused(
+    dsn: str, data_dir: Path
+) -> None:
+    found = asyncio.run(_read_again(dsn, Keyring(dsn, data_dir)))
+    opened, again, again_later, copy, elsewhere = found["verdicts"]
+    assert isinstance(opened, Opened) and opened.request_id == found["request_id"]
+    for verdict in (again, again_later):  # no reply, no refusal row: it was answered once
+        assert isinstance(verdict, ReadAgain), verdict
+        assert verdict.request_id == found["request_id"]
+    for verdict in (copy, elsewhere):  # a replay is refused, and told so (sealed)
+        assert isinstance(verdict, Refused) and verdict.code == "unauthenticated", verdict
+        assert verdict.answerable and verdict.address == ("memory.replies", 2)
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT count(*) FROM auth_audit WHERE kind = 'request' AND subject_id = %s",
+            (found["request_id"],),
+        ).fetchone()
+    assert rows is not None and rows[0] == 2  # the two copies, not the reads again

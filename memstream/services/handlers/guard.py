@@ -4,7 +4,8 @@ Requests (in this order, nothing read from the payload before the token is good)
 1. the reply key (``ms-reply-key``) gives the session keys, so even a refusal is sealed and
    authenticated to whoever asked; the reply address is checked against the reply topics;
 2. the token (``ms-auth``): a known, active key; an Ed25519 signature over this record's
-   bytes and addressing; not expired; its nonce (the request id) never seen before;
+   bytes and addressing; not expired; its nonce (the request id) never seen before in another
+   record (the same record read again, a consumer's redelivery, is ``ReadAgain``: no reply);
 3. the body opens with the session key and decodes; its request id is the token's nonce;
 4. the payload's tenant is the credential's or absent (another tenant, existing or not, gets
    the same ``forbidden``).
@@ -75,6 +76,15 @@ class Opened:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadAgain:
+    """A request record this service has opened before, read again from the same position (a
+    consumer's redelivery): it was answered, or is being answered, once; not again."""
+
+    request_id: str
+    position: Position
+
+
+@dataclass(frozen=True, slots=True)
 class Refused:
     """A refused request: what the client is told, and whether it can be told at all."""
 
@@ -112,7 +122,7 @@ class Guard:
 
     async def open_request(
         self, value: bytes | None, headers: Mapping[str, bytes], position: Position
-    ) -> Opened | Refused:
+    ) -> Opened | ReadAgain | Refused:
         request_id = _text(headers, "correlation_id") or None
         reply_to, partition_text = _text(headers, "reply_to"), _text(headers, "reply_partition")
         reply_key_text = _text(headers, envelope.REPLY_KEY_HEADER)
@@ -138,9 +148,12 @@ class Guard:
             )
             if token.nonce != request_id:
                 raise Unauthenticated("token nonce is not the correlation id")
-            if not await self._nonces.claim(
-                token.key_id, token.nonce, self._until(token.expires_ms)
-            ):
+            claim = await self._nonces.claim(
+                token.key_id, token.nonce, self._until(token.expires_ms), position
+            )
+            if claim == "again":
+                return ReadAgain(token.nonce, position)
+            if claim != "first":
                 raise Unauthenticated("token replayed")
             try:
                 body = envelope.open_sealed(keys.request, value or b"", envelope.REQUEST_AAD)

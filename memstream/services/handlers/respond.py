@@ -7,8 +7,11 @@ a correlation id and a reply topic can be read from the headers. Nothing is sile
 
 Exactly one reply per decodable request: whatever happens inside the retriever (a database
 error, a bug, running past the deadline) becomes an ``error`` reply, and the request and its
-reply are written to the query log once, bounded (see ``bounded``). ``latency_ms["queue"]`` is
-the time the request waited between the broker and this handler (from the record's timestamp).
+reply are written to the query log once, bounded (see ``bounded``). A record read again from
+the position where it was first opened (a consumer's redelivery after a rebalance or a restart)
+gets no second reply and no second row: the guard's nonce claim remembers that position.
+``latency_ms["queue"]`` is the time the request waited between the broker and this handler
+(from the record's timestamp).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from memstream.services.domain.identity import PUBLIC_MESSAGE
-from memstream.services.handlers.guard import Guard, Opened
+from memstream.services.handlers.guard import Guard, Opened, ReadAgain
 from memstream.services.handlers.retrieve import Retriever, error_reply
 from memstream.services.ports import (
     AdapterError,
@@ -245,6 +248,12 @@ class Responder:
         """Verified before any work; the reply (or the refusal) sealed to the asking client
         and written only to a reply topic's existing partition."""
         verdict = await guard.open_request(value, headers, position)
+        if isinstance(verdict, ReadAgain):  # one reply per request, whoever reads it again
+            log.info(
+                "request %s read again at %s (a redelivery): answered once already",
+                verdict.request_id, position,
+            )  # fmt: skip
+            return None
         if not isinstance(verdict, Opened):
             if not verdict.answerable:  # nobody to tell, or no key to tell them safely
                 await self._sink.dead_letter_request(

@@ -10,7 +10,7 @@ Must not import any adapter nor any I/O library; only the domain and the stdlib.
 
 from memstream.services.ports.erasure import ErasureMark, ErasureRepository, PendingErasure
 from memstream.services.ports.errors import AdapterError, TransientError
-from memstream.services.ports.identity import CredentialStore, NonceStore, Refusal
+from memstream.services.ports.identity import Claim, CredentialStore, NonceStore, Refusal
 from memstream.services.ports.ledger import (
     CopyMeta,
     Ledger,
@@ -59,6 +59,7 @@ __all__ = [
     "BatchWrite",
     "Cache",
     "ChangeSink",
+    "Claim",
     "CopyMeta",
     "CredentialStore",
     "DeadLetter",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from memstream.services.domain.identity import KeyRecord, Principal
 from memstream.services.ports.memory import Position
@@ -43,10 +43,18 @@ class CredentialStore(Protocol):
         ...
 
 
+# What a nonce's claim found: the first claim; the same record read again (a consumer's
+# redelivery after a rebalance or a restart: the broker gives every record its own offset, so
+# a copy sent again by anyone is never at the claim's position); another record with it.
+Claim = Literal["first", "again", "replayed"]
+
+
 class NonceStore(Protocol):
     """Nonces seen within their token's lifetime: a token is good for one record only."""
 
-    async def claim(self, key_id: str, nonce: str, until: datetime) -> bool:
-        """True the first time (key_id, nonce) is claimed before ``until``; False after.
-        Raises ``TransientError`` when the store is unreachable (the caller refuses)."""
+    async def claim(self, key_id: str, nonce: str, until: datetime, where: Position) -> Claim:
+        """``"first"`` the first time (key_id, nonce) is claimed before ``until``, remembering
+        ``where`` its record was read; then ``"again"`` for the record at that position and
+        ``"replayed"`` for any other. Raises ``TransientError`` when the store is unreachable
+        (the caller refuses)."""
         ...
