@@ -217,19 +217,34 @@ class PostgresMemoryRepository:
             raise translate(exc, "listing versions to index") from exc
         return [IndexTask(row_to_version(r), bool(r["needs_vector"])) for r in rows]
 
+    async def erased(self, version_ids: Sequence[str]) -> set[str]:
+        if not version_ids:
+            return set()
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT version_id FROM memory_versions"
+                    " WHERE version_id = ANY(%s::uuid[]) AND erased_at IS NOT NULL",
+                    (list(version_ids),),
+                )
+                rows = await cur.fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise translate(exc, f"reading which of {len(version_ids)} are erased") from exc
+        return {str(r[0]) for r in rows}
+
     async def mark_indexed(self, versions: Sequence[MemoryVersion]) -> None:
-        """Mark versions indexed, unless their derived state changed since they were read
-        (then they stay dirty and the next pass re-syncs them)."""
+        """Mark versions indexed (their points are written); those whose derived state changed
+        since they were read stay dirty, and the next pass re-syncs their payloads only."""
         if not versions:
             return
         try:
             async with self._pool.connection() as conn:
                 await conn.execute(
                     "UPDATE memory_versions AS m SET indexed_at = clock_timestamp(),"
-                    " index_dirty = false"
+                    " index_dirty = NOT (m.is_current = s.cur"
+                    " AND m.valid_to IS NOT DISTINCT FROM s.vt)"
                     " FROM unnest(%s::uuid[], %s::boolean[], %s::timestamptz[]) AS s(id, cur, vt)"
-                    " WHERE m.version_id = s.id AND m.is_current = s.cur"
-                    " AND m.valid_to IS NOT DISTINCT FROM s.vt",
+                    " WHERE m.version_id = s.id",
                     (
                         [v.version_id for v in versions],
                         [v.is_current for v in versions],

@@ -220,11 +220,12 @@ async def build(
     from memstream.services.handlers.retrieve import Profile, Retriever, profile_from
 
     metrics = PrometheusMetrics()
-    indexer = Indexer(repo, index, embedder, sink, metrics=metrics)
+    writes = asyncio.Lock()  # the indexer's writes and an erasure's completion, one at a time
+    indexer = Indexer(repo, index, embedder, sink, metrics=metrics, writes=writes)
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
-    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock)
+    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock, writes=writes)
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,

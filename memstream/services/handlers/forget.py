@@ -14,6 +14,7 @@ is recorded as given. Must not import adapters or streams.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -44,8 +45,12 @@ class Forgetter:
         clock: Callable[[], datetime],
         *,
         vacuum: bool = True,
+        writes: asyncio.Lock | None = None,
     ) -> None:
         self._repo = repo
+        # The indexer's lock on the stores' writes (the composition root's): a pass that read a
+        # version before this erasure writes it before the deletion or not at all.
+        self._writes = writes or asyncio.Lock()
         self._index = index
         self._cache = cache
         self._clock = clock
@@ -122,10 +127,11 @@ class Forgetter:
             seconds[name], lap = now - lap, now
 
         try:
-            vectors = await self._index.delete(tenant_id, ids)
-            phase("vector_delete")
-            await self._index.compact(tenant_id)
-            phase("vector_compaction")
+            async with self._writes:
+                vectors = await self._index.delete(tenant_id, ids)
+                phase("vector_delete")
+                await self._index.compact(tenant_id)
+                phase("vector_compaction")
             keys = await self._cache.purge_tenant(tenant_id, ids)
             phase("cache_purge")
             if self._vacuum:

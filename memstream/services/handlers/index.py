@@ -66,7 +66,23 @@ class _Work:
     recorded: tuple[Recorded, ...]
 
 
+@dataclass(slots=True)
+class _Pass:
+    """One pass's reads and vectors, waiting for its turn to write."""
+
+    tasks: Sequence[IndexTask]
+    points: dict[str, list[VectorPoint]]  # by tenant: the new points, with their vectors
+    resync: dict[str, list[MemoryVersion]]  # by tenant: payloads of points that exist
+    embedding: set[str]  # the version ids this pass embeds (no later pass embeds them again)
+
+
 class Indexer:
+    """Indexes what Postgres marks pending, in passes of two stages: a pass reads and embeds
+    while the pass before it writes (``depth`` passes in flight from the queue), so the model
+    is not idle while the vector store and Postgres are written. Reads and embeds are one pass
+    at a time, and so are writes, in the order of the reads: a version read by two passes is
+    written last with the later state."""
+
     def __init__(
         self,
         repo: MemoryRepository,
@@ -75,7 +91,9 @@ class Indexer:
         sink: ChangeSink,
         *,
         queue_size: int = 4,
+        depth: int = 2,
         metrics: Metrics | None = None,
+        writes: asyncio.Lock | None = None,
     ) -> None:
         self._metrics = metrics or NoMetrics()
         self._repo = repo
@@ -84,18 +102,27 @@ class Indexer:
         self._sink = sink
         self._queue: asyncio.Queue[_Work] = asyncio.Queue(maxsize=queue_size)
         self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()  # one indexing pass at a time (queue worker vs sweep)
+        self._passes: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(depth)
+        self._reading = asyncio.Lock()  # reads and embeds: one pass at a time
+        self._writing = asyncio.Lock()  # writes: one pass at a time, taken in read order
+        # Held while a pass writes the stores, and by an erasure's completion (the same lock,
+        # from the composition root): a pass never writes a version erased since it read it.
+        self._writes = writes or asyncio.Lock()
+        self._embedding: set[str] = set()  # ids an earlier pass in flight writes with a vector
 
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in (self._task, *self._passes) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+        self._task = None
 
     async def submit(self, recorded: Sequence[Recorded]) -> None:
         """Queue the memories touched by ``recorded``; waits while the queue is full."""
@@ -110,60 +137,109 @@ class Indexer:
     async def _run(self) -> None:
         while True:
             work = await self._queue.get()
-            try:
-                await self.index_keys(work.keys)
-                if work.recorded:
-                    await self._sink.announce(work.recorded)
-            except AdapterError as exc:
-                # Left pending in Postgres: the sweep indexes it once the store is back.
-                log.warning(
-                    "indexing %d memories failed, left to the sweep: %s", len(work.keys), exc
-                )
-            except Exception:
-                log.exception("indexing %d memories failed, left to the sweep", len(work.keys))
-            finally:
-                self._queue.task_done()
+            await self._slots.acquire()
+            task = asyncio.get_running_loop().create_task(self._one(work))
+            self._passes.add(task)
+            task.add_done_callback(self._passes.discard)
+
+    async def _one(self, work: _Work) -> None:
+        try:
+            await self.index_keys(work.keys)
+            if work.recorded:
+                await self._sink.announce(work.recorded)
+        except AdapterError as exc:
+            # Left pending in Postgres: the sweep indexes it once the store is back.
+            log.warning("indexing %d memories failed, left to the sweep: %s", len(work.keys), exc)
+        except Exception:
+            log.exception("indexing %d memories failed, left to the sweep", len(work.keys))
+        finally:
+            self._slots.release()
+            self._queue.task_done()
 
     async def index_keys(self, keys: Sequence[tuple[str, str]]) -> int:
-        async with self._lock:
-            tasks = await self._repo.pending_index(keys, limit=100_000)
-            await self._apply(tasks)
-            return len(tasks)
+        return await self._pass(keys, 100_000)
 
     async def sweep(self, limit: int = 2_000) -> int:
         """Index whatever Postgres still marks as pending; returns how many versions."""
-        async with self._lock:
-            tasks = await self._repo.pending_index(None, limit=limit)
-            await self._apply(tasks)
-            return len(tasks)
+        return await self._pass(None, limit)
 
-    async def _apply(self, tasks: Sequence[IndexTask]) -> None:
-        if not tasks:
-            return
-        # Payload-only changes first, in one write per tenant; a point that turns out to be
-        # missing (an index rebuilt or lost) is written whole, with its vector, below.
-        fresh = [t.version for t in tasks if t.needs_vector]
+    async def _pass(self, keys: Sequence[tuple[str, str]] | None, limit: int) -> int:
+        async with self._reading:
+            tasks = await self._repo.pending_index(keys, limit=limit)
+            if not tasks:
+                return 0
+            prepared = await self._prepare(tasks)
+            try:
+                await self._writing.acquire()  # FIFO: the passes write in the order they read
+            except BaseException:
+                self._embedding -= prepared.embedding
+                raise
+        try:
+            await self._write(prepared)
+        finally:
+            self._embedding -= prepared.embedding
+            self._writing.release()
+        return len(tasks)
+
+    async def _prepare(self, tasks: Sequence[IndexTask]) -> _Pass:
+        """Embed the versions that need a vector, except those a pass before this one is
+        embedding: that pass writes their points first, so this one re-syncs their payloads."""
+        fresh: list[MemoryVersion] = []
         resync: dict[str, list[MemoryVersion]] = {}
         for task in tasks:
-            if not task.needs_vector:
+            if task.needs_vector and task.version.version_id not in self._embedding:
+                fresh.append(task.version)
+            else:
                 resync.setdefault(task.version.tenant_id, []).append(task.version)
+        mine = {v.version_id for v in fresh}
+        self._embedding |= mine
+        try:
+            points = await self._points(fresh)
+        except BaseException:
+            self._embedding -= mine
+            raise
+        return _Pass(tasks, points, resync, mine)
+
+    async def _points(self, versions: Sequence[MemoryVersion]) -> dict[str, list[VectorPoint]]:
+        vectors = await self._embedder.embed([v.content for v in versions])
+        by_tenant: dict[str, list[VectorPoint]] = {}
+        for version, vector in zip(versions, vectors, strict=True):
+            by_tenant.setdefault(version.tenant_id, []).append(
+                VectorPoint(version.version_id, vector, payload_of(version))
+            )
+        return by_tenant
+
+    async def _write(self, p: _Pass) -> None:
+        # Payload-only changes first, in one write per tenant; a point that turns out to be
+        # missing (an index rebuilt or lost, or the pass before failed) is written whole.
         # Nothing is flushed write by write: each tenant's store once, after all of its writes
         # and before Postgres marks them indexed. A crash before that mark leaves the versions
         # pending, and the sweep writes them again (upserts and payloads are idempotent).
+        async with self._writes:
+            await self._write_locked(p)
+
+    async def _write_locked(self, p: _Pass) -> None:
+        ids = [t.version.version_id for t in p.tasks]
+        gone = await self._repo.erased(ids)  # since this pass read them: never written back
+        points = {
+            tenant: [point for point in batch if point.id not in gone]
+            for tenant, batch in p.points.items()
+        }
+        resync = {
+            tenant: [v for v in versions if v.version_id not in gone]
+            for tenant, versions in p.resync.items()
+        }
         for tenant_id, versions in resync.items():
             missing = await self._index.set_payloads(
                 tenant_id, [(v.version_id, payload_of(v)) for v in versions], durable=False
             )
-            fresh.extend(v for v in versions if v.version_id in missing)
-        vectors = await self._embedder.embed([v.content for v in fresh])
-        by_tenant: dict[str, list[VectorPoint]] = {}
-        for version, vector in zip(fresh, vectors, strict=True):
-            by_tenant.setdefault(version.tenant_id, []).append(
-                VectorPoint(version.version_id, vector, payload_of(version))
-            )
-        for tenant_id, points in by_tenant.items():
-            await self._index.upsert(tenant_id, points, durable=False)
-        for tenant_id in dict.fromkeys(t.version.tenant_id for t in tasks):
+            lost = [v for v in versions if v.version_id in missing]
+            for tenant, batch in (await self._points(lost)).items():
+                points.setdefault(tenant, []).extend(batch)
+        for tenant_id, batch in points.items():
+            await self._index.upsert(tenant_id, batch, durable=False)
+        for tenant_id in dict.fromkeys(t.version.tenant_id for t in p.tasks):
             await self._index.flush(tenant_id)
-        await self._repo.mark_indexed([t.version for t in tasks])
-        self._metrics.indexed(len(tasks))
+        kept = [t.version for t in p.tasks if t.version.version_id not in gone]
+        await self._repo.mark_indexed(kept)
+        self._metrics.indexed(len(p.tasks))

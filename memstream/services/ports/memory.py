@@ -129,7 +129,12 @@ class MemoryRepository(Protocol):
         ...
 
     async def mark_indexed(self, versions: Sequence[MemoryVersion]) -> None:
-        """Mark indexed, unless their derived state changed since they were read."""
+        """Mark indexed (the points are written); a version whose derived state changed since
+        it was read stays dirty: its payload is re-synced by the next pass, not its vector."""
+        ...
+
+    async def erased(self, version_ids: Sequence[str]) -> set[str]:
+        """Those of ``version_ids`` whose versions are erased (read after they were)."""
         ...
 
     async def chain(self, tenant_id: str, memory_key: str) -> list[MemoryVersion]: ...
