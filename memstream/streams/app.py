@@ -81,7 +81,10 @@ def create_app(settings: Settings) -> faust.App:
     if settings.broker is None:
         raise ValueError("create_app needs resolved settings: broker is unset")
     largest = max(settings.topics.partitions, settings.topics.reply_partitions, 1)
-    transport.register(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
+    idle_wait = settings.fetch_wait_ms
+    if settings.rotate_ms > 0:  # requests are read by the generations' reader
+        idle_wait = max(idle_wait, transport.BACKGROUND_WAIT_MS)
+    transport.register(idle_wait, settings.fetch_wait_active_ms)
     return faust.App(
         settings.app_id,
         broker=[f"{transport.SCHEME}://{b.strip()}" for b in settings.broker.split(",")],
