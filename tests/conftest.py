@@ -144,6 +144,16 @@ def pg_dsn(postgres_server: str) -> Iterator[str]:
     drop_schema(postgres_server, schema)
 
 
+@pytest.fixture(scope="module")
+def machine_schema_dsn(machine_postgres_dsn: str) -> Iterator[str]:
+    """A migrated schema of its own on the machine's PostgreSQL, for one test module."""
+    schema = unique("ms_")
+    dsn = with_schema(machine_postgres_dsn, schema)
+    migrate(dsn)
+    yield dsn
+    drop_schema(machine_postgres_dsn, schema)
+
+
 @pytest.fixture
 def fresh_pg_dsn(postgres_server: str) -> Iterator[str]:
     """An empty schema (nothing migrated) for one test."""

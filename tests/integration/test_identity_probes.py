@@ -17,14 +17,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from memstream.ops.migrate import migrate
 from memstream.schemas import codec, envelope
 from memstream.services.adapters.postgres_credentials import PostgresCredentialStore
 from memstream.services.adapters.redis_nonces import RedisNonceStore
 from memstream.services.domain.identity import AuthError
 from memstream.services.handlers.guard import Guard, Opened, ReadAgain, Refused
 from memstream.services.ports import Position
-from tests.conftest import MACHINE_REDIS, drop_schema, traversable_dir, unique, with_schema
+from tests.conftest import MACHINE_REDIS, traversable_dir, unique
 from tests.identity_kit import Keyring, signed_request, utcnow
 
 REPLIES = {"memory.replies": 4}
@@ -52,15 +51,6 @@ ATTACKS = (
 
 
 @pytest.fixture(scope="module")
-def dsn(machine_postgres_dsn: str) -> Iterator[str]:
-    schema = unique("ms_")
-    scoped = with_schema(machine_postgres_dsn, schema)
-    migrate(scoped)
-    yield scoped
-    drop_schema(machine_postgres_dsn, schema)
-
-
-@pytest.fixture(scope="module")
 def data_dir() -> Iterator[Path]:
     import shutil
 
@@ -71,6 +61,23 @@ def data_dir() -> Iterator[Path]:
 
 def _past(minutes: int) -> int:
     return int((time.time() - minutes * 60) * 1000)
+
+
+def _nonces() -> RedisNonceStore:
+    return RedisNonceStore.from_url(MACHINE_REDIS, prefix=unique("test:nonce:") + ":")
+
+
+def _guard(store: PostgresCredentialStore, nonces: RedisNonceStore, keyring: Keyring) -> Guard:
+    """The worker's guard on ``store`` and ``nonces``, for this keyring's service key."""
+    return Guard(
+        store,
+        nonces,
+        keyring.service,
+        REPLIES,
+        "memory.replies",
+        lambda data: codec.decode("RetrievalRequest", data),
+        utcnow,
+    )
 
 
 async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
@@ -87,16 +94,8 @@ async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
     await store.rotate(
         envelope.Credential.parse(rotated_old).key_id, keyring.service_public, timedelta(0)
     )
-    nonces = RedisNonceStore.from_url(MACHINE_REDIS, prefix=unique("test:nonce:") + ":")
-    guard = Guard(
-        PostgresCredentialStore(store._pool, utcnow),  # the worker's (cached) store
-        nonces,
-        keyring.service,
-        REPLIES,
-        "memory.replies",
-        lambda data: codec.decode("RetrievalRequest", data),
-        utcnow,
-    )
+    nonces = _nonces()
+    guard = _guard(PostgresCredentialStore(store._pool, utcnow), nonces, keyring)  # cached
     outcome: Counter[str] = Counter()
     opened_attacks: list[str] = []
     bad_addresses: list[Any] = []
@@ -222,7 +221,8 @@ async def _probes(dsn: str, keyring: Keyring) -> dict[str, Any]:
     }
 
 
-def test_ten_thousand_probes_find_no_way_in(dsn: str, data_dir: Path) -> None:
+def test_ten_thousand_probes_find_no_way_in(machine_schema_dsn: str, data_dir: Path) -> None:
+    dsn = machine_schema_dsn
     started = datetime.now(UTC)
     keyring = Keyring(dsn, data_dir)
     found = asyncio.run(_probes(dsn, keyring))
@@ -255,16 +255,8 @@ async def _read_again(dsn: str, keyring: Keyring) -> dict[str, Any]:
     tenant = unique("acme-")
     agent = await keyring.issue_async(tenant, "agent")
     store = await PostgresCredentialStore.connect(dsn, utcnow, cache_seconds=0)
-    nonces = RedisNonceStore.from_url(MACHINE_REDIS, prefix=unique("test:nonce:") + ":")
-    guard = Guard(
-        store,
-        nonces,
-        keyring.service,
-        REPLIES,
-        "memory.replies",
-        lambda data: codec.decode("RetrievalRequest", data),
-        utcnow,
-    )
+    nonces = _nonces()
+    guard = _guard(store, nonces, keyring)
     value, headers, _ = signed_request(agent, {"query": "what did I order?"}, partition=2)
     first_read = Position("memory.requests.g7", 1, 40)
     verdicts = [
@@ -282,8 +274,9 @@ async def _read_again(dsn: str, keyring: Keyring) -> dict[str, Any]:
 
 
 def test_a_record_read_again_is_not_answered_twice_and_a_copy_of_it_is_refused(
-    dsn: str, data_dir: Path
+    machine_schema_dsn: str, data_dir: Path
 ) -> None:
+    dsn = machine_schema_dsn
     found = asyncio.run(_read_again(dsn, Keyring(dsn, data_dir)))
     opened, again, again_later, copy, elsewhere = found["verdicts"]
     assert isinstance(opened, Opened) and opened.request_id == found["request_id"]

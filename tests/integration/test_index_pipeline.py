@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memstream.ops.migrate import migrate
 from memstream.services.adapters.embedding import SentenceTransformerEmbedder
 from memstream.services.domain.erasure import ErasureScope
 from memstream.services.handlers.index import Indexer, payload_of
 from memstream.services.handlers.ingest import Envelope
 from memstream.services.ports import Position, VectorFilter
-from tests.conftest import MACHINE_REDIS, drop_schema, unique, with_schema
+from tests.conftest import MACHINE_REDIS, unique
 from tests.integration.erasure_kit import NOW, TOPIC, World, avro, event, raw_count
 
 STATUSES = ["active", "open", "resolved", "cancelled"]
@@ -57,25 +56,16 @@ class Watching:
 
 
 @pytest.fixture(scope="module")
-def schema_dsn(machine_postgres_dsn: str) -> Iterator[str]:
-    schema = unique("ms_")
-    dsn = with_schema(machine_postgres_dsn, schema)
-    migrate(dsn)
-    yield dsn
-    drop_schema(machine_postgres_dsn, schema)
-
-
-@pytest.fixture(scope="module")
 def model(model_path: Path) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder.load(model_path)
 
 
 @pytest.fixture
 async def world(
-    schema_dsn: str, data_dir: Path, model: SentenceTransformerEmbedder, tenant: str
+    machine_schema_dsn: str, data_dir: Path, model: SentenceTransformerEmbedder, tenant: str
 ) -> AsyncIterator[tuple[World, Watching]]:
     watching = Watching(model)
-    w = await World.open(schema_dsn, MACHINE_REDIS, data_dir, watching, tenant)  # type: ignore[arg-type]
+    w = await World.open(machine_schema_dsn, MACHINE_REDIS, data_dir, watching, tenant)  # type: ignore[arg-type]
     watching.indexer = w.container.indexer
     yield w, watching
     await w.close()

@@ -242,4 +242,4 @@ class Indexer:
             await self._index.flush(tenant_id)
         kept = [t.version for t in p.tasks if t.version.version_id not in gone]
         await self._repo.mark_indexed(kept)
-        self._metrics.indexed(len(p.tasks))
+        self._metrics.indexed(len(kept))
