@@ -117,7 +117,9 @@ async def test_writes_made_during_a_build_are_all_in_the_built_shard(
         await write(index, tenant, first)  # the build starts
         assert index._builds, "a build should have started"
         rounds = 0
-        while index._builds and rounds < 400:  # write as long as it runs (~1 s: a child)
+        # Write as long as it runs (~1 s: a child), and not after: a write after the swap may
+        # start the next build (the points written meanwhile are unindexed in the built shard).
+        while not index.builds_finished and rounds < 400:
             rounds += 1
             fresh = points(rng, 20, dim, n=rounds)
             await index.upsert(tenant, fresh, durable=False)
