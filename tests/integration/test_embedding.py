@@ -9,17 +9,21 @@ import math
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from memstream.services.adapters.embedding import (
     QUIET_BATCH,
+    SMALL_BATCH,
     BatchingEmbedder,
     SentenceTransformerEmbedder,
+    usable_cores,
 )
-from memstream.services.adapters.onnx_encoder import cached_export
+from memstream.services.adapters.onnx_encoder import OnnxEncoder, build_onnx, cached_export
 from memstream.services.adapters.torch_encoder import EagerEncoder, TracedEncoder
 from memstream.services.settings import Settings
 from tests.e2e.processes import guard
@@ -267,3 +271,80 @@ def test_onnx_runtime_lets_other_threads_run_while_it_encodes(
     runner.join()
     # A run holding the GIL would keep this thread from waking for the whole pass.
     assert len(gaps) > 10 and max(gaps) < alone / 2, (alone, max(gaps))
+
+
+class _Overlaps:
+    """The real ONNX encoder, counting how many of its runs are under way at once (and how
+    many of those are a batch's: more than SMALL_BATCH texts)."""
+
+    def __init__(self, inner: OnnxEncoder) -> None:
+        self._inner = inner
+        self.kind, self.dimension = inner.kind, inner.dimension
+        self._lock = threading.Lock()
+        self.running = self.batches = self.most = self.most_batches = 0
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int, threads: int | None = None
+    ) -> list[list[float]]:
+        batch = len(texts) > SMALL_BATCH
+        with self._lock:
+            self.running += 1
+            self.batches += batch
+            self.most = max(self.most, self.running)
+            self.most_batches = max(self.most_batches, self.batches)
+        try:
+            return self._inner.encode(texts, batch_size, threads)
+        finally:
+            with self._lock:
+                self.running -= 1
+                self.batches -= batch
+
+
+def test_onnx_runs_one_thread_lanes_one_per_core_unless_told(
+    model_path: Path, model_cache: Path, onnx: SentenceTransformerEmbedder
+) -> None:
+    assert onnx.lanes == usable_cores()
+    load = SentenceTransformerEmbedder.load
+    assert load(model_path, threads=3, encoder="onnx", cache=model_cache).lanes == 3
+    single = load(model_path, threads=2, encoder="onnx", cache=model_cache, lanes=False)
+    assert single.lanes == 1 and single.encoder == "onnx"
+    assert load(model_path, threads=2).lanes == 1  # torch: one pass at a time
+
+
+async def test_a_batch_runs_its_passes_on_every_lane_and_a_query_takes_the_next_free_one(
+    model_path: Path, model_cache: Path, embedder: SentenceTransformerEmbedder
+) -> None:
+    session = build_onnx(model_path, model_cache, "onnx", 1)
+    assert session is not None
+    runs = _Overlaps(session)
+    lanes = SentenceTransformerEmbedder(runs, lanes=2)
+    texts = [
+        f"customer C-{i} returned the kettle bought on day {i}" * (1 + i % 5) for i in range(96)
+    ]
+    expected = await embedder.embed(texts)  # torch, one pass at a time
+    got = await lanes.embed(texts)
+    assert runs.most == 2 and sum(lanes.pass_sizes) == len(texts)
+    assert _worst(got, expected) > 0.9999  # in the order asked, whichever lane ran them
+    assert _worst(lanes.embed_sync(texts), expected) > 0.9999
+    # Both lanes busy with a batch: a query waits for one pass, not for the batch, and never
+    # runs as a third.
+    runs.most = 0
+    batch = asyncio.ensure_future(lanes.embed(texts * 2))
+    await asyncio.sleep(0.01)
+    (query,) = await lanes.embed(["where is my order?"])
+    assert not batch.done()
+    assert _worst(await batch, expected * 2) > 0.9999
+    assert runs.most == 2 and len(query) == 384
+    # While queries arrive the batch keeps one lane, in small passes: a query finds the other.
+    await lanes.embed(["is my refund through?"])  # a query: the batch starts in quiet mode
+    runs.most = runs.most_batches = 0
+    lanes.pass_sizes.clear()
+    batch = asyncio.ensure_future(lanes.embed(texts))
+    asked = 0
+    while not batch.done():
+        await lanes.embed([f"where is order A-{asked}?"])
+        asked += 1
+        await asyncio.sleep(0.02)
+    await batch
+    assert asked >= 2 and runs.most_batches == 1 and runs.most == 2
+    assert max(lanes.pass_sizes) == QUIET_BATCH and sum(lanes.pass_sizes) == len(texts)

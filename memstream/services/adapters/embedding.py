@@ -12,9 +12,11 @@ import handlers or streams.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -42,9 +44,10 @@ SMALL_BATCH = 2  # at most this many texts are encoded on one thread, ahead of a
 # Texts per forward pass. Measured with the bundled model on 2 cores: 8 → 288 texts/s, 16 → 307,
 # 32 → 310, 64 → 256; and a query waits at most one pass (16 texts: ~50 ms, 64: ~250 ms).
 BATCH_SIZE = 16
-# While queries arrive (one in the last QUERY_WINDOW seconds) a batch runs in passes of
-# QUIET_BATCH texts and, after each, waits QUIET_SHARE of the time the pass took: a query waits
-# behind at most one small pass, and its search, fusion and Postgres reads get a core.
+# While queries arrive (one in the last QUERY_WINDOW seconds) a batch runs on one lane in passes
+# of QUIET_BATCH texts and, after each, waits QUIET_SHARE of the time the pass took: a query
+# waits behind at most one small pass (none while another lane is free), and its search, fusion
+# and Postgres reads get a core.
 QUERY_WINDOW = 1.0
 QUIET_BATCH = 4
 QUIET_SHARE = 1.0
@@ -66,20 +69,20 @@ class Encoder(Protocol):
 
 
 class _ModelGate:
-    """One forward pass at a time; queries that wait go before batches that wait.
+    """``lanes`` forward passes at a time; queries that wait go before batches that wait.
 
-    Ownership passes straight from the releaser to the next waiter, so nothing can slip in
-    between; a waiter cancelled after it was handed the gate hands it on.
+    A lane passes straight from the releaser to the next waiter, so nothing can slip in
+    between; a waiter cancelled after it was handed a lane hands it on.
     """
 
-    def __init__(self) -> None:
-        self._busy = False
+    def __init__(self, lanes: int = 1) -> None:
+        self._free = lanes
         self._urgent: deque[asyncio.Future[None]] = deque()
         self._other: deque[asyncio.Future[None]] = deque()
 
     async def acquire(self, urgent: bool) -> None:
-        if not self._busy and not self._urgent and (urgent or not self._other):
-            self._busy = True
+        if self._free and not self._urgent and (urgent or not self._other):
+            self._free -= 1
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         (self._urgent if urgent else self._other).append(turn)
@@ -95,25 +98,49 @@ class _ModelGate:
             while waiting:
                 turn = waiting.popleft()
                 if not turn.done():
-                    turn.set_result(None)  # the gate stays busy: it is theirs now
+                    turn.set_result(None)  # the lane stays taken: it is theirs now
                     return
-        self._busy = False
+        self._free += 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class SentenceTransformerEmbedder:
-    """Texts → unit vectors. ``embed`` runs one forward pass at a time in a worker thread: a
-    batch pass by pass (``BATCH_SIZE`` texts, longest first), a query (``SMALL_BATCH`` texts at
-    most, or ``urgent``) ahead of the batch passes still waiting — measured while the worker
-    ingested 8,000 events, a query's embedding waited up to 2.5 s behind the indexer's batches.
-    While queries arrive, a batch backs off: passes of ``QUIET_BATCH`` and a pause after each."""
+    """Texts → unit vectors. ``embed`` runs forward passes in worker threads, ``lanes`` at a
+    time: a batch pass by pass (``BATCH_SIZE`` texts, longest first), a query (``SMALL_BATCH``
+    texts at most, or ``urgent``) ahead of the batch passes still waiting — measured while the
+    worker ingested 8,000 events, a query's embedding waited up to 2.5 s behind the indexer's
+    batches. While queries arrive, a batch backs off: one lane, passes of ``QUIET_BATCH`` and
+    a pause after each.
+
+    Lanes (ONNX Runtime): as many one-thread passes at once as ``threads`` (0: one per usable
+    core), rather than one pass at a time split over every core. A pass split over two threads
+    waits at each operator for the slower thread, and on cores shared with PostgreSQL, the
+    broker and the worker's own Python one of them is often preempted: measured on 2 cores
+    beside a process busy half a core, 183-188 texts/s with two one-thread lanes against
+    149-162 with one two-thread pass (CPU per text 8.4-8.6 ms against 9.7-10.6); alone,
+    223-234 against 194-225. A lone query on one thread takes ~1.4 ms more (5.6 against
+    4.2 ms), and under ingest it no longer waits for a batch pass while a lane is free."""
 
     def __init__(
-        self, encoder: Encoder, batch_size: int = BATCH_SIZE, threads: int | None = None
+        self,
+        encoder: Encoder,
+        batch_size: int = BATCH_SIZE,
+        threads: int | None = None,
+        *,
+        lanes: int = 1,
     ) -> None:
         self._encoder = encoder
         self._batch_size = batch_size
         self._threads = threads  # torch intra-op threads for batches; None: torch's default
-        self._gate = _ModelGate()
+        self.lanes = max(1, lanes)
+        self._gate = _ModelGate(self.lanes)
         self._last_query = -QUERY_WINDOW  # monotonic time of the last urgent pass asked
         self.pass_sizes: deque[int] = deque(maxlen=256)  # batch passes, newest last
 
@@ -127,10 +154,13 @@ class SentenceTransformerEmbedder:
         trace: bool = True,
         encoder: str = "torch",
         cache: Path | None = None,
+        lanes: bool = True,
     ) -> SentenceTransformerEmbedder:
         """The model in ``path`` through ``encoder`` (one of ENCODERS). An ONNX encoder is
         exported into ``cache`` the first time; when it cannot be used (onnxruntime missing, a
-        model of another shape, vectors that differ) the torch encoder answers, logged once."""
+        model of another shape, vectors that differ) the torch encoder answers, logged once.
+        ONNX runs ``threads`` one-thread lanes (0 or None: one per usable core), or with
+        ``lanes=False`` one pass at a time on that many threads; torch one pass at a time."""
         if encoder not in ENCODERS:
             raise ValueError(f"encoder {encoder!r}: use one of {', '.join(ENCODERS)}")
         offline()
@@ -139,9 +169,10 @@ class SentenceTransformerEmbedder:
 
             if cache is None:
                 raise ValueError(f"the {encoder} encoder needs a cache directory")
-            onnx = build_onnx(path, cache, encoder, threads or 0)
+            count = (threads or usable_cores()) if lanes else 1
+            onnx = build_onnx(path, cache, encoder, 1 if count > 1 else threads or 0)
             if onnx is not None:
-                return cls(onnx, batch_size, threads)
+                return cls(onnx, batch_size, threads, lanes=count)
         from memstream.services.adapters.torch_encoder import load_torch
 
         return cls(load_torch(path, trace=trace), batch_size, threads)
@@ -172,29 +203,57 @@ class SentenceTransformerEmbedder:
         # second thread competes with the consumer's: measured 8 ms vs 12.5-22 ms for one query.
         # (ONNX Runtime's threads are the session's, fixed when it opens.)
         threads = 1 if len(texts) <= SMALL_BATCH else self._threads
-        return self._encoder.encode(texts, self._batch_size, threads)
+        if self.lanes == 1 or len(texts) <= self._batch_size:
+            return self._encoder.encode(texts, self._batch_size, threads)
+        # Many texts at once (a bench, a bulk embedding): the passes on every lane.
+        vectors: list[list[float]] = [[] for _ in texts]
+        chosen = passes(texts, self._batch_size)
+        with ThreadPoolExecutor(self.lanes, thread_name_prefix="embed-lane") as pool:
+            runs = pool.map(
+                lambda c: self._encoder.encode([texts[i] for i in c], self._batch_size, threads),
+                chosen,
+            )
+            for indices, done in zip(chosen, runs, strict=True):
+                for i, vector in zip(indices, done, strict=True):
+                    vectors[i] = vector
+        return vectors
 
     async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> list[list[float]]:
         """Unit vectors of ``texts`` in order; ``urgent`` (a query, or queries coalesced) goes
-        as one pass ahead of waiting batch passes, as do texts of SMALL_BATCH or fewer."""
+        as one pass ahead of waiting batch passes, as do texts of SMALL_BATCH or fewer. A batch
+        runs its passes on up to ``lanes`` lanes at once, longest texts first."""
         if not texts:
             return []
         if urgent or len(texts) <= SMALL_BATCH:
             self._last_query = time.monotonic()
             return await self._pass(texts, urgent=True)
         vectors: list[list[float]] = [[] for _ in texts]
-        order, start = longest_first(texts), 0
-        while start < len(order):
-            quiet = self._queries_active()
-            chosen = order[start : start + (QUIET_BATCH if quiet else self._batch_size)]
-            start += len(chosen)
-            began = time.monotonic()
-            done = await self._pass([texts[i] for i in chosen], urgent=False)
-            self.pass_sizes.append(len(chosen))
-            for i, vector in zip(chosen, done, strict=True):
-                vectors[i] = vector
-            if start < len(order) and self._queries_active():
-                await asyncio.sleep((time.monotonic() - began) * QUIET_SHARE)
+        order = longest_first(texts)
+        taken = 0
+
+        async def lane(first: bool) -> None:
+            nonlocal taken
+            while taken < len(order):
+                quiet = self._queries_active()
+                if quiet and not first:
+                    return  # while queries arrive the batch keeps one lane: the rest are theirs
+                chosen = order[taken : taken + (QUIET_BATCH if quiet else self._batch_size)]
+                taken += len(chosen)
+                began = time.monotonic()
+                done = await self._pass([texts[i] for i in chosen], urgent=False)
+                self.pass_sizes.append(len(chosen))
+                for i, vector in zip(chosen, done, strict=True):
+                    vectors[i] = vector
+                if taken < len(order) and self._queries_active():
+                    await asyncio.sleep((time.monotonic() - began) * QUIET_SHARE)
+
+        count = min(self.lanes, -(-len(texts) // self._batch_size))
+        if count == 1:
+            await lane(True)
+        else:
+            async with asyncio.TaskGroup() as lanes:  # one failing pass stops the others
+                for i in range(count):
+                    lanes.create_task(lane(i == 0))
         return vectors
 
     def _queries_active(self) -> bool:

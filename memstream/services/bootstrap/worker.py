@@ -332,15 +332,16 @@ def _budget_line(index: VectorIndex) -> str | None:
     return None if budget is None else str(budget.describe())
 
 
-def load_embedder(settings: Settings) -> SentenceTransformerEmbedder:
+def load_embedder(settings: Settings, *, lanes: bool = True) -> SentenceTransformerEmbedder:
     """The embedding model through the encoder the settings name (ONNX Runtime by default,
-    exported into the model cache at first use; torch when ONNX cannot be used). Blocking: a
-    first export takes seconds."""
+    exported into the model cache at first use, on one-thread lanes unless ``lanes`` is false;
+    torch when ONNX cannot be used). Blocking: a first export takes seconds."""
     return SentenceTransformerEmbedder.load(
         resolve_model_path(settings),
         threads=settings.embed_threads or None,
         encoder=settings.encoder,
         cache=settings.model_cache_dir,
+        lanes=lanes,
     )
 
 
