@@ -36,6 +36,7 @@ from memstream.bench.kit import (
     synthetic_events,
     with_encoder,
 )
+from memstream.bench.model_alone import model_throughput
 from memstream.ops.ingest_status import wait_for
 from memstream.ops.stack import EmbeddedStack
 from memstream.ops.up import prepare
@@ -63,6 +64,7 @@ class Figures:
     writes: list[write_path.WritePath] = field(default_factory=list)  # no model, no broker
     idle_cpu_ms_per_s: dict[str, float] = field(default_factory=dict)  # by part, idle stack
     model_ways: dict[str, float] = field(default_factory=dict)  # texts/s each way it ran alone
+    model_before_after: tuple[float, float] = (0.0, 0.0)  # texts/s before and after the runs
 
     def cpu_ms_outside_model(self) -> float:
         """CPU per event of the stack (worker, PostgreSQL, broker, Redis, publisher) less the
@@ -89,46 +91,6 @@ class Figures:
         return self.cpu_ms_outside_model() - self.idle_ms_per_event()
 
 
-def model_throughput(
-    settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
-) -> dict[str, tuple[str, float, float, dict[str, float]]]:
-    """Per encoder: the encoder that loaded, its best texts/s and its least CPU milliseconds
-    per text (this process's CPU time, every thread of the model), each the best of the two
-    ways the model can run here — the worker's (ONNX: one-thread lanes, one per core) and one
-    pass at a time on every core — and each way's best texts/s. The encoders and ways take
-    turns, ``repeats`` rounds, and each keeps its best run: on a shared machine the load
-    changes from one minute to the next, and turns spread it over all of them alike."""
-    ways = {
-        (e, way): bootstrap.load_embedder(replace(settings, encoder=e), lanes=lanes)
-        for e in encoders
-        for way, lanes in ((WAY_LANES, True), (WAY_SINGLE, False))
-    }
-    best = dict.fromkeys(ways, 0.0)
-    cpu = dict.fromkeys(ways, float("inf"))
-    for embedder in ways.values():
-        asyncio.run(embedder.embed(texts[:64]))  # warm-up
-    for _ in range(repeats):
-        for key, embedder in ways.items():
-            started, cpu_started = time.perf_counter(), time.process_time()
-            asyncio.run(embedder.embed(texts))  # all at once: passes of BATCH_SIZE, longest first
-            best[key] = max(best[key], len(texts) / (time.perf_counter() - started))
-            spent_ms = (time.process_time() - cpu_started) * 1000 / len(texts)
-            cpu[key] = min(cpu[key], spent_ms)
-    return {
-        e: (
-            ways[(e, WAY_LANES)].encoder,
-            max(best[(e, WAY_LANES)], best[(e, WAY_SINGLE)]),
-            min(cpu[(e, WAY_LANES)], cpu[(e, WAY_SINGLE)]),
-            {way: best[(e, way)] for way in (WAY_LANES, WAY_SINGLE)},
-        )
-        for e in encoders
-    }
-
-
-WAY_LANES = "one-thread lanes"
-WAY_SINGLE = "one pass on every core"
-
-
 async def _pg_latency(dsn: str, count: int) -> list[float]:
     repo = await bootstrap.open_repository(dsn)
     tenant = f"bench-pg-{uuid.uuid4().hex[:6]}"
@@ -144,10 +106,11 @@ async def _pg_latency(dsn: str, count: int) -> list[float]:
     return samples
 
 
-def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) -> None:
+def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) -> float | None:
     """Until ``events`` of ``tenant`` are versioned and indexed (or dead-lettered): one cheap
     count per second, so that watching costs the worker next to nothing (polling the state of
-    every event twice a second took ~20 % of a core from it)."""
+    every event twice a second took ~20 % of a core from it). Returns when the last version
+    was indexed (epoch seconds), so the second between two counts is not counted."""
     assert settings.postgres_dsn is not None
     deadline = time.monotonic() + timeout
     with bootstrap.event_status(settings.postgres_dsn) as status:
@@ -156,7 +119,7 @@ def _wait_counted(settings: Settings, tenant: str, events: int, timeout: float) 
             out.print(f"  {done} / {events}", end="\r")
             if done >= events:
                 out.print()
-                return
+                return status.last_indexed(tenant)
             time.sleep(1.0)
     raise RuntimeError(f"not every event was ingested within {timeout:.0f} s")
 
@@ -169,7 +132,25 @@ def bench_ingest(events: int, model_sample: int, encoders: list[str]) -> list[Fi
     out.print(f"raw model throughput on {model_sample} texts, the encoders in turn …")
     settings = with_encoder(Settings(model_path=base.model_path), encoders[0])
     rates = model_throughput(settings, encoders, texts)
-    return [_end_to_end(base, encoder, *rates[encoder], events=events) for encoder in encoders]
+    runs = [_end_to_end(base, encoder, *rates[encoder], events=events) for encoder in encoders]
+    out.print("the model alone again, after the end-to-end runs …")
+    again = model_throughput(settings, encoders, texts)
+    return [_bracketed(run, *again[encoder]) for run, encoder in zip(runs, encoders, strict=True)]
+
+
+def _bracketed(
+    run: Figures, _used: str, rate: float, model_cpu: float, ways: dict[str, float]
+) -> Figures:
+    """``run`` with the model alone as the mean of its rates measured before and after the
+    end-to-end runs (a shared machine's speed drifts from one minute to the next: 194-240
+    texts/s in six runs of one sitting), and its least CPU per text of both."""
+    return replace(
+        run,
+        model_texts_per_s=(run.model_texts_per_s + rate) / 2,
+        model_cpu_ms_per_text=min(run.model_cpu_ms_per_text, model_cpu),
+        model_ways={w: (run.model_ways[w] + ways[w]) / 2 for w in ways},
+        model_before_after=(run.model_texts_per_s, rate),
+    )
 
 
 def _end_to_end(
@@ -207,10 +188,10 @@ def _end_to_end(
                 idle = _idle_cpu_ms_per_s(roots, IDLE_SECONDS)
                 out.print(f"{encoder}: publishing and ingesting {events} events end to end …")
                 before = cpu_budget.snapshot(roots=roots)
-                started = time.perf_counter()
+                started, began = time.perf_counter(), time.time()
                 publish_events(resolved, raws)
-                _wait_counted(resolved, tenant, events, timeout=3600)
-                seconds = time.perf_counter() - started
+                last = _wait_counted(resolved, tenant, events, timeout=3600)
+                seconds = time.perf_counter() - started if last is None else last - began
                 cpu = cpu_budget.spent(before, cpu_budget.snapshot(roots=roots))
                 status = wait_for(resolved, [(tenant, r["event_id"]) for r in raws], timeout=60)
                 if status.pending or status.dead:
@@ -273,8 +254,10 @@ def print_ingest(runs: list[Figures]) -> None:
     def row(name: str, cell: Any) -> None:
         table.add_row(name, *(cell(f) for f in runs))
 
-    row(f"embedding model alone (texts/s, passes of {bootstrap.EMBED_BATCH_SIZE})",
-        lambda f: f"{f.model_texts_per_s:.1f}")  # fmt: skip
+    row(f"embedding model alone (texts/s, passes of {bootstrap.EMBED_BATCH_SIZE}; the mean "
+        "of before and after the runs)", lambda f: f"{f.model_texts_per_s:.1f}")  # fmt: skip
+    row("  before · after the end-to-end runs (texts/s)",
+        lambda f: " · ".join(f"{r:.1f}" for r in f.model_before_after))  # fmt: skip
     for way in first.model_ways:
         row(f"  {way} (texts/s)", lambda f, w=way: f"{f.model_ways.get(w, 0.0):.1f}")
     row(f"  × {first.encoder}", lambda f: f"{f.model_texts_per_s / first.model_texts_per_s:.2f}")

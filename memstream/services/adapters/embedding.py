@@ -3,10 +3,11 @@
 The model loads from a directory (the bundled MiniLM by default) with the hub switched off, and
 runs through one of three encoders: ONNX Runtime (``onnx_encoder``, fp32 or int8, exported once
 and cached), the model traced into one TorchScript graph, or the eager model (``torch_encoder``).
-Encoding runs in a worker thread so the event loop keeps serving, one forward pass at a time;
-queries go before the waiting passes of a batch, and while queries arrive a batch runs in small
-passes with pauses between them (a share of the CPU left to the queries' other stages). Must not
-import handlers or streams.
+Encoding runs in worker threads so the event loop keeps serving: ONNX passes on one-thread
+lanes, one per core (torch: one pass at a time); queries go before the waiting passes of a batch,
+and while queries arrive a batch leaves them a lane (on one lane: small passes with pauses
+between them), a share of the CPU left to the queries' other stages. Must not import handlers
+or streams.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ SMALL_BATCH = 2  # at most this many texts are encoded on one thread, ahead of a
 # Texts per forward pass. Measured with the bundled model on 2 cores: 8 → 288 texts/s, 16 → 307,
 # 32 → 310, 64 → 256; and a query waits at most one pass (16 texts: ~50 ms, 64: ~250 ms).
 BATCH_SIZE = 16
-# While queries arrive (one in the last QUERY_WINDOW seconds) a batch runs on one lane in passes
-# of QUIET_BATCH texts and, after each, waits QUIET_SHARE of the time the pass took: a query
-# waits behind at most one small pass (none while another lane is free), and its search, fusion
-# and Postgres reads get a core.
+# While queries arrive (one in the last QUERY_WINDOW seconds) a batch leaves one lane to them;
+# with a single lane it runs in passes of QUIET_BATCH texts and, after each, waits QUIET_SHARE
+# of the time the pass took. Either way a query waits behind at most one small pass (none with
+# a lane of its own), and its search, fusion and Postgres reads get a core.
 QUERY_WINDOW = 1.0
 QUIET_BATCH = 4
 QUIET_SHARE = 1.0
@@ -116,8 +117,8 @@ class SentenceTransformerEmbedder:
     time: a batch pass by pass (``BATCH_SIZE`` texts, longest first), a query (``SMALL_BATCH``
     texts at most, or ``urgent``) ahead of the batch passes still waiting — measured while the
     worker ingested 8,000 events, a query's embedding waited up to 2.5 s behind the indexer's
-    batches. While queries arrive, a batch backs off: one lane, passes of ``QUIET_BATCH`` and
-    a pause after each.
+    batches. While queries arrive, a batch backs off: it leaves one lane to them, or with one
+    lane runs passes of ``QUIET_BATCH`` and pauses after each.
 
     Lanes (ONNX Runtime): as many one-thread passes at once as ``threads`` (0: one per usable
     core), rather than one pass at a time split over every core. A pass split over two threads
@@ -231,29 +232,30 @@ class SentenceTransformerEmbedder:
         order = longest_first(texts)
         taken = 0
 
-        async def lane(first: bool) -> None:
+        async def lane(index: int) -> None:
             nonlocal taken
             while taken < len(order):
                 quiet = self._queries_active()
-                if quiet and not first:
-                    return  # while queries arrive the batch keeps one lane: the rest are theirs
-                chosen = order[taken : taken + (QUIET_BATCH if quiet else self._batch_size)]
+                if quiet and index >= self.lanes - 1 > 0:
+                    return  # while queries arrive one lane is theirs
+                small = quiet and self.lanes == 1
+                chosen = order[taken : taken + (QUIET_BATCH if small else self._batch_size)]
                 taken += len(chosen)
                 began = time.monotonic()
                 done = await self._pass([texts[i] for i in chosen], urgent=False)
                 self.pass_sizes.append(len(chosen))
                 for i, vector in zip(chosen, done, strict=True):
                     vectors[i] = vector
-                if taken < len(order) and self._queries_active():
+                if taken < len(order) and self.lanes == 1 and self._queries_active():
                     await asyncio.sleep((time.monotonic() - began) * QUIET_SHARE)
 
         count = min(self.lanes, -(-len(texts) // self._batch_size))
         if count == 1:
-            await lane(True)
+            await lane(0)
         else:
             async with asyncio.TaskGroup() as lanes:  # one failing pass stops the others
                 for i in range(count):
-                    lanes.create_task(lane(i == 0))
+                    lanes.create_task(lane(i))
         return vectors
 
     def _queries_active(self) -> bool:

@@ -37,6 +37,9 @@ _DEAD = sql.SQL(
 _INDEXED = sql.SQL(
     "SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s AND indexed_at IS NOT NULL"
 )
+_LAST_INDEXED = sql.SQL(
+    "SELECT extract(epoch FROM max(indexed_at)) FROM memory_versions WHERE tenant_id = %(t)s"
+)
 _SETTLED = sql.SQL(
     "SELECT (SELECT count(*) FROM memory_versions WHERE tenant_id = %(t)s"
     " AND (indexed_at IS NOT NULL OR op = 'RETRACT'))"
@@ -109,6 +112,11 @@ class PostgresStatus(SyncPostgres):
         """How many of the tenant's versions are indexed."""
         row = self._conn.execute(_INDEXED, {"t": tenant_id}).fetchone()
         return int(row[0]) if row else 0
+
+    def last_indexed(self, tenant_id: str) -> float | None:
+        """When the tenant's last version was indexed (epoch seconds, the server's clock)."""
+        row = self._conn.execute(_LAST_INDEXED, {"t": tenant_id}).fetchone()
+        return float(row[0]) if row and row[0] is not None else None
 
     def settled(self, tenant_id: str) -> int:
         """How many of the tenant's events are versioned and indexed, or dead-lettered."""
