@@ -56,6 +56,10 @@ from memstream.services.settings import Settings
 
 err = Console(stderr=True, highlight=False)
 TENANT = "scale"
+# A tenant of the smallest size, written first and asked right after the grown tenant at every
+# size: its latency is the same machine's at the same minute, so the growth's own cost can be
+# read apart from the machine's drift over a run of half an hour.
+REFERENCE = "scale-reference"
 ZIPF_S = 1.1
 
 
@@ -152,7 +156,13 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
     cpu = m.Cpu(data_dir)
     writer = Writer(container.ingestor, container.indexer, lanes=options.lanes)
     sizes: list[dict[str, Any]] = []
+    reference = min(options.sizes) if len(options.sizes) > 1 else 0
     try:
+        if reference:
+            say(f"the reference tenant: {reference} memories …")
+            await writer.write(memory_events(REFERENCE, 0, reference, pool, datetime.now(UTC)))
+            await m.catch_up(container, cpu, settings.rescore_seconds, options.rescore_budget_s)
+            empty_db = bootstrap.database_bytes(settings.postgres_dsn)  # the grown tenant's own
         state = {"built": 0, "current": 0}  # m:0 … m:built-1 written; current versions held
         for n, size in enumerate(sorted(options.sizes)):
             sizes.append(await _one_size(settings, container, writer, cpu, options, n, state, size,
@@ -183,6 +193,7 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
             "max_map_count": budget.max_map_count,
             "describe": budget.describe(),
         },
+        "reference": {"tenant": REFERENCE, "memories": reference},
         "process": {"rss_before_bytes": rss0, "maps_before": maps0},
         "method": {
             "vector_cache_texts": options.pool,
@@ -232,6 +243,11 @@ async def _one_size(
         await m.ask_all(container, asks, stages)
     )
     figures["query_stage_p50_ms"] = m.stage_medians(stages)
+    if len(options.sizes) > 1:
+        beside = [(REFERENCE, q) for q in m.questions(options.questions, f"reference {size}")]
+        figures["reference_query_p50_ms"], figures["reference_query_p95_ms"] = m.p50_p95(
+            await m.ask_all(container, beside)
+        )
     say(f"{size}: ingesting {options.ingest_events} new events (the real model) …")
     figures.update(
         await m.ingest(

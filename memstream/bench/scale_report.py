@@ -27,6 +27,11 @@ ROWS: list[tuple[str, str, str]] = [
     ),
     ("query p50 / p95, idle (ms)", "query_p50_ms|query_p95_ms", "{:.1f} / {:.1f}"),
     (
+        "  the reference tenant (the smallest size) asked right after: p50 / p95 (ms)",
+        "reference_query_p50_ms|reference_query_p95_ms",
+        "{:.1f} / {:.1f}",
+    ),
+    (
         "  p50 by stage: embed / vector / keyword (the wait left) / fetch / rank (ms)",
         "query_stage_p50_ms.embed|query_stage_p50_ms.vector|query_stage_p50_ms.keyword|"
         "query_stage_p50_ms.fetch|query_stage_p50_ms.rank",
@@ -97,6 +102,15 @@ def print_scale(doc: dict[str, Any]) -> None:
     for label, keys, fmt in ROWS:
         table.add_row(label, *(cell(f, keys, fmt) for f in sizes))
     out.print(table)
+    if len(sizes) > 1 and sizes[0]["query_p95_ms"]:
+        first, last = sizes[0], sizes[-1]
+        beside = last.get("reference_query_p95_ms") or 0.0
+        against = f", {last['query_p95_ms'] / beside:.2f}x the reference asked beside it"
+        out.print(
+            f"query p95 at {last['memories']:,} / at {first['memories']:,}: "
+            f"{last['query_p95_ms'] / first['query_p95_ms']:.2f}x in sequence"
+            + (against if beside else "")
+        )
     tenants, ingest, budget, method = doc["tenants"], doc["ingest"], doc["budget"], doc["method"]
     side = Table(show_header=False, title_justify="left")
     side.add_column("figure")

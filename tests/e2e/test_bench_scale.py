@@ -59,6 +59,10 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         # A shard holds a 384-d float vector per memory at least.
         assert figures["bytes_per_memory_shard"] > 384 * 4
     assert sizes[1]["memories_held"] > sizes[0]["memories_held"]
+    # A tenant of the smallest size, asked right after the grown one at every size.
+    assert doc["reference"]["memories"] == 600
+    for figures in sizes:
+        assert 0 < figures["reference_query_p50_ms"] <= figures["reference_query_p95_ms"]
 
     tenants = doc["tenants"]
     assert tenants["count"] == 20
