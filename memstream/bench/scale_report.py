@@ -184,6 +184,7 @@ PLOTS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
             ("p50 idle", "query_p50_ms"),
             ("p95 idle", "query_p95_ms"),
             ("p95 under ingest", "query_under_ingest_p95_ms"),
+            ("p95 of the reference tenant, asked right after", "reference_query_p95_ms"),
         ],
     ),
     (
