@@ -6,25 +6,32 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from typing import Any
 
 from memstream.services import bootstrap
 from memstream.services.settings import Settings
+
+WAY_LANES = "the worker's way (ONNX: one-thread lanes)"
+WAY_SINGLE = "one pass on every core"
 
 
 def model_throughput(
     settings: Settings, encoders: list[str], texts: list[str], repeats: int = 3
 ) -> dict[str, tuple[str, float, float, dict[str, float]]]:
     """Per encoder: the encoder that loaded, its best texts/s and its least CPU milliseconds
-    per text (this process's CPU time, every thread of the model), each the best of the two
-    ways the model can run here — the worker's (ONNX: one-thread lanes, one per core) and one
-    pass at a time on every core — and each way's best texts/s. The encoders and ways take
-    turns, ``repeats`` rounds, and each keeps its best run: on a shared machine the load
-    changes from one minute to the next, and turns spread it over all of them alike."""
-    ways = {
-        (e, way): bootstrap.load_embedder(replace(settings, encoder=e), lanes=lanes)
-        for e in encoders
-        for way, lanes in ((WAY_LANES, True), (WAY_SINGLE, False))
-    }
+    per text (this process's CPU time, every thread of the model), each the best of the ways
+    the model can run here — the worker's (ONNX: one-thread lanes, one per core) and, where
+    that is lanes, one pass at a time on every core — and each way's best texts/s. The
+    encoders and ways take turns, ``repeats`` rounds, and each keeps its best run: on a shared
+    machine the load changes from one minute to the next, and turns spread it over all of them
+    alike."""
+    ways: dict[tuple[str, str], Any] = {}  # (encoder, way): the embedder
+    for e in encoders:
+        ways[(e, WAY_LANES)] = bootstrap.load_embedder(replace(settings, encoder=e))
+        if ways[(e, WAY_LANES)].lanes > 1:  # else the same way twice
+            ways[(e, WAY_SINGLE)] = bootstrap.load_embedder(
+                replace(settings, encoder=e), lanes=False
+            )
     best = dict.fromkeys(ways, 0.0)
     cpu = dict.fromkeys(ways, float("inf"))
     for embedder in ways.values():
@@ -39,13 +46,9 @@ def model_throughput(
     return {
         e: (
             ways[(e, WAY_LANES)].encoder,
-            max(best[(e, WAY_LANES)], best[(e, WAY_SINGLE)]),
-            min(cpu[(e, WAY_LANES)], cpu[(e, WAY_SINGLE)]),
-            {way: best[(e, way)] for way in (WAY_LANES, WAY_SINGLE)},
+            max(r for (o, _), r in best.items() if o == e),
+            min(c for (o, _), c in cpu.items() if o == e),
+            {way: r for (o, way), r in best.items() if o == e},
         )
         for e in encoders
     }
-
-
-WAY_LANES = "one-thread lanes"
-WAY_SINGLE = "one pass on every core"

@@ -163,7 +163,8 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
             await writer.write(memory_events(REFERENCE, 0, reference, pool, datetime.now(UTC)))
             await m.catch_up(container, cpu, settings.rescore_seconds, options.rescore_budget_s)
             empty_db = bootstrap.database_bytes(settings.postgres_dsn)  # the grown tenant's own
-        state = {"built": 0, "current": 0}  # m:0 … m:built-1 written; current versions held
+        # m:0 … m:built-1 written; current versions held; the reference tenant's size (0: none)
+        state = {"built": 0, "current": 0, "reference": reference}
         for n, size in enumerate(sorted(options.sizes)):
             sizes.append(await _one_size(settings, container, writer, cpu, options, n, state, size,
                                          pool, model_ms, empty_db))  # fmt: skip
@@ -243,7 +244,7 @@ async def _one_size(
         await m.ask_all(container, asks, stages)
     )
     figures["query_stage_p50_ms"] = m.stage_medians(stages)
-    if len(options.sizes) > 1:
+    if state["reference"]:
         beside = [(REFERENCE, q) for q in m.questions(options.questions, f"reference {size}")]
         figures["reference_query_p50_ms"], figures["reference_query_p95_ms"] = m.p50_p95(
             await m.ask_all(container, beside)

@@ -105,12 +105,13 @@ def print_scale(doc: dict[str, Any]) -> None:
     if len(sizes) > 1 and sizes[0]["query_p95_ms"]:
         first, last = sizes[0], sizes[-1]
         beside = last.get("reference_query_p95_ms") or 0.0
-        against = f", {last['query_p95_ms'] / beside:.2f}x the reference asked beside it"
-        out.print(
+        line = (
             f"query p95 at {last['memories']:,} / at {first['memories']:,}: "
             f"{last['query_p95_ms'] / first['query_p95_ms']:.2f}x in sequence"
-            + (against if beside else "")
         )
+        if beside:
+            line += f", {last['query_p95_ms'] / beside:.2f}x the reference asked beside it"
+        out.print(line)
     tenants, ingest, budget, method = doc["tenants"], doc["ingest"], doc["budget"], doc["method"]
     side = Table(show_header=False, title_justify="left")
     side.add_column("figure")

@@ -131,6 +131,23 @@ async def test_a_query_is_embedded_between_the_passes_of_a_batch(
         assert cosine(vectors[i], alone) > 0.9999
 
 
+async def _queries_beside_a_batch(
+    embedder: SentenceTransformerEmbedder, texts: list[str], pause: float
+) -> int:
+    """A query (the batch starts in quiet mode), then the batch, with a query every ``pause``
+    seconds until it is done (``pass_sizes`` cleared before it); how many were answered."""
+    await embedder.embed(["is my refund through?"])
+    embedder.pass_sizes.clear()
+    batch = asyncio.ensure_future(embedder.embed(texts))
+    answered = 0
+    while not batch.done():
+        await embedder.embed([f"where is order A-{answered}?"])
+        answered += 1
+        await asyncio.sleep(pause)
+    await batch
+    return answered
+
+
 def _worst(got: list[list[float]], expected: list[list[float]]) -> float:
     return min(cosine(a, b) for a, b in zip(got, expected, strict=True))
 
@@ -236,14 +253,7 @@ async def test_while_queries_arrive_a_batch_on_one_lane_runs_in_small_passes(
         model_path, encoder="onnx", cache=model_cache, lanes=False
     )
     texts = [f"customer C-{i} returned the kettle bought on day {i}" for i in range(96)]
-    await onnx.embed(["is my refund through?"])  # a query: the batch starts in quiet mode
-    onnx.pass_sizes.clear()
-    batch = asyncio.ensure_future(onnx.embed(texts))
-    answered = 0
-    while not batch.done():
-        await onnx.embed([f"where is order A-{answered}?"])
-        answered += 1
-        await asyncio.sleep(0.05)
+    answered = await _queries_beside_a_batch(onnx, texts, pause=0.05)
     assert answered >= 2  # queries were answered between the batch's passes
     assert max(onnx.pass_sizes) == QUIET_BATCH and sum(onnx.pass_sizes) == len(texts)
     # Queries gone (none in the last second): full passes again.
@@ -339,15 +349,7 @@ async def test_a_batch_runs_its_passes_on_every_lane_and_a_query_takes_the_next_
     assert _worst(await batch, expected * 2) > 0.9999
     assert runs.most == 2 and len(query) == 384
     # While queries arrive the batch leaves a lane to them (full passes on the other).
-    await lanes.embed(["is my refund through?"])  # a query: the batch starts in quiet mode
     runs.most = runs.most_batches = 0
-    lanes.pass_sizes.clear()
-    batch = asyncio.ensure_future(lanes.embed(texts))
-    asked = 0
-    while not batch.done():
-        await lanes.embed([f"where is order A-{asked}?"])
-        asked += 1
-        await asyncio.sleep(0.02)
-    await batch
+    asked = await _queries_beside_a_batch(lanes, texts, pause=0.02)
     assert asked >= 2 and runs.most_batches == 1 and runs.most == 2
     assert max(lanes.pass_sizes) == 16 and sum(lanes.pass_sizes) == len(texts)
