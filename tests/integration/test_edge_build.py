@@ -25,6 +25,7 @@ from memstream.services.adapters.qdrant_edge_build import (
     needs_build,
     old_dir,
 )
+from memstream.services.adapters.qdrant_edge_parts import part_dir
 from memstream.services.ports import VectorFilter, VectorPoint
 
 EVERYTHING = VectorFilter(current_only=False)
@@ -168,7 +169,7 @@ async def test_close_during_a_build_stops_the_child_and_removes_its_copy(tmp_pat
     rng, tenant = np.random.default_rng(9), "acme"
     index = QdrantEdgeIndex(tmp_path / "v", 384, flush_writes=False, build_from=8_000)
     await write(index, tenant, points(rng, 16_000, 384))
-    build = index._builds.get(tenant)
+    build = index._builds.get((tenant, -1))
     assert build is not None
     for _ in range(200):  # until the child runs (the copy is made first)
         if build.child is not None:
@@ -214,4 +215,66 @@ async def test_what_a_stopped_build_left_on_disk_is_undone_on_open(tmp_path: Pat
     assert {h.id for h in await index.search(tenant, batch[0].vector, EVERYTHING, 50)} == {
         p.id for p in batch
     }
+    await index.close()
+
+
+async def test_parts_are_built_one_at_a_time_and_keep_what_was_written_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A store in parts (``qdrant_edge_parts``): each part is built once it holds enough
+    unindexed points, never two builds at once; upserts, moves to the parts and new payloads
+    made while they run are all in the swapped-in parts; the parts answer every point as
+    itself; then forgetting one subject leaves no byte of its canary in any file."""
+    rng, tenant, dim = np.random.default_rng(13), "acme", 384
+    index = QdrantEdgeIndex(
+        tmp_path / "v", dim, flush_writes=False, parts=2, split_from=4_000, build_from=3_000
+    )
+    expected: dict[str, VectorPoint] = {}
+    most_at_once = rounds = 0
+    for n in range(48):  # 24,000 points in six spills, with payload changes between
+        batch = points(rng, 500, dim, n=n)
+        for i, p in enumerate(batch):
+            p.payload.update(entity_type="customer", entity_id=f"c{(n * 500 + i) % 300}")
+        await index.upsert(tenant, batch, durable=False)
+        expected.update({p.id: p for p in batch})
+        changed = list(expected)[n * 37 % len(expected)]
+        await index.set_payloads(tenant, [(changed, {"n": -n - 1})], durable=False)
+        old = expected[changed]
+        expected[changed] = VectorPoint(old.id, old.vector, old.payload | {"n": -n - 1})
+        most_at_once = max(most_at_once, len(index._builds))
+        rounds += bool(index._builds)
+        await asyncio.sleep(0)
+    await index.flush(tenant)
+    assert rounds > 0, "no write happened during a build"
+    assert await index.builds_done(240)
+    assert most_at_once == 1 and not index._waiting
+    assert index.builds_finished >= 2 and index.parts_of(tenant) == 2
+    assert await index.point_ids(tenant) == set(expected)
+    for p in list(expected.values())[::2_000]:
+        hits = await index.search(tenant, p.vector, EVERYTHING, 5)
+        assert hits[0].id == p.id and hits[0].payload["n"] == p.payload["n"]
+    await index.close()
+    shard = index.shard_dir(tenant)
+    for part in range(2):
+        engine = load_shard(part_dir(shard, part), dim)
+        try:
+            info = engine.info()
+            assert info.indexed_vectors_count > 0, f"part {part} was not built"
+            records = engine.retrieve([pid for pid in expected], True, False)
+        finally:
+            engine.close()
+        for r in records:
+            assert r.payload["n"] == expected[str(r.id)].payload["n"], str(r.id)
+    # Forgetting one subject: its canary is gone from every file, every other point stays.
+    canary = f"canary-{uuid.uuid4()}"
+    subject = [p for p in expected.values() if p.payload["entity_id"] == "c7"]
+    await index.set_payloads(tenant, [(p.id, {"note": canary}) for p in subject])
+    await index.flush(tenant)
+    await index.close()
+    assert files_holding(tmp_path, canary.encode())
+    await index.delete(tenant, [p.id for p in subject])
+    await index.compact(tenant)
+    await index.close()
+    assert files_holding(tmp_path, canary.encode()) == []
+    assert await index.count(tenant) == len(expected) - len(subject)
     await index.close()

@@ -55,6 +55,7 @@ import qdrant_edge as qe
 
 from memstream.services.adapters.qdrant_edge_build import (
     BUILD_FROM,
+    PART_BUILD_FROM,
     build_dir,
     copy_for_build,
     needs_build,
@@ -126,6 +127,14 @@ _EVERYDAY = qe.EdgeOptimizersConfig(
 _VACUUM_ONLY = qe.EdgeOptimizersConfig(
     deleted_threshold=0.0, vacuum_min_vector_number=0, default_segment_number=1 << 20,
     indexing_threshold=1 << 40,
+)  # fmt: skip
+# For a build's child: the everyday settings, but every segment indexed whatever its size (the
+# engine's default indexes only segments of 10 MB and more: a part of 12,000 384-d points at 16
+# bits is 9 MB). A load with a config persists it; the worker loads the built shard with
+# ``_EVERYDAY`` again.
+BUILDING = qe.EdgeOptimizersConfig(
+    deleted_threshold=0.2, vacuum_min_vector_number=1000, default_segment_number=0,
+    indexing_threshold=1,
 )  # fmt: skip
 # WAL filler: a payload write whose filter matches no point (``tenant_id`` is indexed, so it
 # costs no scan), 4 MiB at a time; the engine keeps one closed 32 MiB WAL segment besides the
@@ -206,13 +215,26 @@ class _Shard:
 
 @dataclass(eq=False)
 class _Build:
-    """A tenant's shard being indexed in a child process (``qdrant_edge_build``)."""
+    """A shard (a tenant's, or one part of it) being indexed in a child process
+    (``qdrant_edge_build``)."""
 
-    # Ids written to the live shard since it was copied (changed under its thread lock).
+    # Ids written to the tenant's shards since this one was copied: a write records its ids in
+    # every build of the tenant (a point another shard holds is deleted from the built copy,
+    # which never held it), under ``touched_lock`` (writes to other shards run meanwhile).
     touched: set[str] = field(default_factory=set)
+    touched_lock: threading.Lock = field(default_factory=threading.Lock)
     child: subprocess.Popen[bytes] | None = None
     cancelled: bool = False
     task: asyncio.Task[None] | None = None
+
+    def add(self, ids: Iterable[str]) -> None:
+        with self.touched_lock:
+            self.touched.update(ids)
+
+    def take(self) -> list[str]:
+        with self.touched_lock:
+            ids, self.touched = list(self.touched), set()
+        return ids
 
 
 class QdrantEdgeIndex:
@@ -250,8 +272,13 @@ class QdrantEdgeIndex:
         self._split_from = split_from
         self._parts_count = parts
         self._build_from = build_from  # 0: never built (``qdrant_edge_build``)
-        self._builds: dict[str, _Build] = {}
-        self._built: dict[str, int] = {}  # points a tenant's last build here started from
+        self._part_build_from = min(build_from, PART_BUILD_FROM)
+        self._builds: dict[_Key, _Build] = {}
+        self._built: dict[_Key, int] = {}  # points a shard's last build here started from
+        # One build at a time: a spill can make most parts due at once, and each child takes
+        # a core (niced) besides its copy's disk. The shards found due meanwhile wait here, in
+        # order, and the end of a build starts the next (an erasure takes its tenant's out).
+        self._waiting: OrderedDict[_Key, None] = OrderedDict()
         self.builds_finished = 0  # shards built and swapped in by this process
         self.last_build: dict[str, float] = {}  # its points and phases' seconds (bench scale)
         self._root = Path(root_dir)
@@ -302,8 +329,8 @@ class QdrantEdgeIndex:
         held, indexed = await self._run((tenant_id, _HOT), "upsert", write, create=True)
         if self._parts_count and held >= self._split_from:
             await self._spill(tenant_id)
-        elif self._due(tenant_id, held, indexed):
-            self._start_build(tenant_id)
+        elif self._due((tenant_id, _HOT), held, indexed):
+            self._start_build((tenant_id, _HOT))
 
     async def set_payload(self, tenant_id: str, point_id: str, payload: Mapping[str, Any]) -> None:
         pid = canonical_id(tenant_id, point_id)
@@ -526,11 +553,12 @@ class QdrantEdgeIndex:
         if not self._parts(tenant_id):
             await self._compact_shard((tenant_id, _HOT))
             # The rewritten segments lost their HNSW: the engine's count says when to build.
-            self._built.pop(tenant_id, None)
+            self._built.pop((tenant_id, _HOT), None)
             return
         path = self.shard_dir(tenant_id)
         for part in sorted(await asyncio.to_thread(self._dirty, path)):
             await self._compact_shard((tenant_id, part))
+            self._built.pop((tenant_id, part), None)  # as above (built again after a spill)
             with self._dirty_lock:
                 set_dirty_parts(path, self._dirty(path) - {part})
 
@@ -585,7 +613,7 @@ class QdrantEdgeIndex:
     async def close(self) -> None:
         """Flush and close every open shard (a build in progress is given up: its copy is
         removed); a later call reopens them lazily."""
-        for tenant_id in list(self._builds):
+        for tenant_id in {key[0] for key in [*self._builds, *self._waiting]}:
             await self._cancel_build(tenant_id)
         failures: list[AdapterError] = []
         async with self._registry_lock:
@@ -637,13 +665,16 @@ class QdrantEdgeIndex:
 
     def _keys(self, tenant_id: str) -> list[_Key]:
         """The tenant's shards: the hot one first, then the parts written so far (a point a
-        spill moves meanwhile moves from the first to a later one: see ``_on_each``)."""
+        spill moves meanwhile moves from the first to a later one: see ``_on_each``). A part
+        being built is one (its directory is renamed during the swap)."""
         parts = self._parts(tenant_id)
         path = self.shard_dir(tenant_id)
         return [(tenant_id, _HOT)] + [
-            (tenant_id, part)
+            key
             for part in range(parts)
-            if (tenant_id, part) in self._shards or (part_dir(path, part) / _CONFIG_FILE).exists()
+            if (key := (tenant_id, part)) in self._shards
+            or key in self._builds
+            or (part_dir(path, part) / _CONFIG_FILE).exists()
         ]
 
     async def _on_each(
@@ -737,20 +768,34 @@ class QdrantEdgeIndex:
                         hot = shard  # the spill closes it
                     else:
                         await asyncio.to_thread(_close_engine, tenant_id, shard)
+            counts: dict[int, tuple[int, int]] = {}
             try:
-                self._split[tenant_id] = await asyncio.to_thread(self._spill_held, tenant_id, hot)
+                self._split[tenant_id] = await asyncio.to_thread(
+                    self._spill_held, tenant_id, hot, counts
+                )
             except AdapterError as exc:
                 log.warning("%s", exc)
+        for part, (held, indexed) in counts.items():  # the parts it wrote, built once due
+            if self._due((tenant_id, part), held, indexed):
+                self._start_build((tenant_id, part))
 
-    def _spill_held(self, tenant_id: str, hot: _Shard | None) -> int:
+    def _spill_held(
+        self, tenant_id: str, hot: _Shard | None, counts: dict[int, tuple[int, int]]
+    ) -> int:
         """``_spill_now`` with the hot shard's engine, once no thread of a cancelled call
         still uses it."""
         if hot is None:
-            return self._spill_now(tenant_id, None)
+            return self._spill_now(tenant_id, None, counts)
         with hot.thread_lock:
-            return self._spill_now(tenant_id, hot.engine)
+            return self._spill_now(tenant_id, hot.engine, counts)
 
-    def _spill_now(self, tenant_id: str, hot: qe.EdgeShard | None) -> int:
+    def _spill_now(
+        self,
+        tenant_id: str,
+        hot: qe.EdgeShard | None,
+        counts: dict[int, tuple[int, int]] | None = None,
+    ) -> int:
+        """The move; ``counts`` gets each written part's points and indexed points."""
         path = self.shard_dir(tenant_id)
         engines: dict[int, qe.EdgeShard] = {}
         try:
@@ -780,14 +825,18 @@ class QdrantEdgeIndex:
                     if part not in engines:
                         engines[part] = self._open((tenant_id, part), create=True)
                     engines[part].update(qe.UpdateOperation.upsert_points(batch))
+                    self._touch(tenant_id, [p.id for p in batch])  # a build of the part
                 if offset is None:
                     break
             while engines:
-                _, engine = engines.popitem()
-                if engine.info().points_count >= self._index_from:
+                part, engine = engines.popitem()
+                info = engine.info()
+                if info.points_count >= self._index_from:
                     self._create_indexes(engine)
                 engine.flush()
                 engine.close()
+                if counts is not None:
+                    counts[part] = (int(info.points_count), int(info.indexed_vectors_count))
             if hot is not None:
                 hot.close()
                 hot = None
@@ -808,37 +857,51 @@ class QdrantEdgeIndex:
     # -- index builds (``qdrant_edge_build``) ------------------------------------------------
 
     def _touch(self, tenant_id: str, ids: Iterable[Any]) -> None:
-        """Record points written while the tenant's shard is being built (called under the
-        shard's thread lock, as the copy and the swap take the record)."""
-        build = self._builds.get(tenant_id)
-        if build is not None:
-            build.touched.update(str(pid) for pid in ids)
+        """Record points written while a shard of the tenant is being built (in every build of
+        the tenant: see ``_Build.touched``)."""
+        builds = [build for key, build in list(self._builds.items()) if key[0] == tenant_id]
+        if builds:
+            written = [str(pid) for pid in ids]
+            for build in builds:
+                build.add(written)
 
-    def _due(self, tenant_id: str, points: int, indexed: int) -> bool:
-        """Whether the tenant's shard is to be built now (a store in parts never is: a move
-        would race the swap)."""
-        since = max(indexed, self._built.get(tenant_id, 0))
+    def _due(self, key: _Key, points: int, indexed: int) -> bool:
+        """Whether the shard is to be built now: a tenant's one shard from ``build_from``
+        unindexed points, a part from ``PART_BUILD_FROM``; a hot shard of a store in parts
+        never (a move empties it: it would race the swap)."""
+        tenant_id, part = key
+        since = max(indexed, self._built.get(key, 0))
+        if part != _HOT:
+            return needs_build(points, since, self._part_build_from)
         return (
             needs_build(points, since, self._build_from)
             and not self._parts_count
             and not self._parts(tenant_id)
         )
 
-    def _start_build(self, tenant_id: str) -> None:
-        if tenant_id not in self._builds:
-            build = self._builds[tenant_id] = _Build()
-            build.task = asyncio.get_running_loop().create_task(self._build(tenant_id, build))
+    def _start_build(self, key: _Key) -> None:
+        if key in self._builds:
+            return
+        if self._builds:
+            self._waiting[key] = None
+            return
+        self._waiting.pop(key, None)
+        build = self._builds[key] = _Build()
+        build.task = asyncio.get_running_loop().create_task(self._build(key, build))
 
     async def _cancel_build(self, tenant_id: str) -> None:
-        """Give up the tenant's build in progress, its copy removed, before this returns."""
-        build = self._builds.get(tenant_id)
-        if build is None:
-            return
-        build.cancelled = True
-        if build.child is not None and build.child.poll() is None:
-            build.child.kill()
-        if build.task is not None:
-            await asyncio.shield(build.task)
+        """Give up the tenant's builds in progress (or waiting), their copies removed, before
+        this returns."""
+        for key in [key for key in self._waiting if key[0] == tenant_id]:
+            del self._waiting[key]
+        builds = [build for key, build in self._builds.items() if key[0] == tenant_id]
+        for build in builds:
+            build.cancelled = True
+            if build.child is not None and build.child.poll() is None:
+                build.child.kill()
+        for build in builds:
+            if build.task is not None:
+                await asyncio.shield(build.task)
 
     async def builds_done(self, timeout_s: float) -> bool:
         """Wait until no shard is being built (or ``timeout_s`` passed); True if none is."""
@@ -849,10 +912,10 @@ class QdrantEdgeIndex:
             await asyncio.wait(tasks, timeout=left)
         return not self._builds
 
-    async def _build(self, tenant_id: str, build: _Build) -> None:
-        """Copy the tenant's shard, index the copy in a child process, bring over what was
-        written meanwhile, swap it in. Any failure leaves the live shard as it was."""
-        path, hot = self.shard_dir(tenant_id), (tenant_id, _HOT)
+    async def _build(self, key: _Key, build: _Build) -> None:
+        """Copy the shard, index the copy in a child process, bring over what was written
+        meanwhile, swap it in. Any failure leaves the live shard as it was."""
+        tenant_id, path = key[0], self._path(key)
         swapped, phases = False, {"copy_s": 0.0, "child_s": 0.0, "catch_up_s": 0.0, "swap_s": 0.0}
         built: qe.EdgeShard | None = None
         clock = time.monotonic()
@@ -864,14 +927,13 @@ class QdrantEdgeIndex:
 
         def copy(engine: qe.EdgeShard) -> None:
             engine.flush()
-            build.touched.clear()  # what is written from now on is not in the copy
+            build.take()  # what is written from now on is not in the copy
             copy_for_build(path)
-            # Not again before as many more are written, even if the engine indexed none (a
-            # small dimension: it indexes segments of 10 MB and more).
-            self._built[tenant_id] = int(engine.info().points_count)
+            # Not again before as many more are written (if the engine indexed none of them).
+            self._built[key] = int(engine.info().points_count)
 
         try:
-            await self._run(hot, "copy for an index build", copy, create=False)
+            await self._run(key, "copy for an index build", copy, create=False)
             lap("copy_s")
             if not build.cancelled:
                 build.child = start_child(build_dir(path), self._dimension)
@@ -883,20 +945,20 @@ class QdrantEdgeIndex:
                         f"{err.decode(errors='replace').strip()[-500:]}"
                     )
             if not build.cancelled:
-                built = await asyncio.to_thread(self._load_built, path)
+                built = await asyncio.to_thread(load_shard, build_dir(path), self._dimension)
                 for _ in range(_CATCH_UP_ROUNDS):  # the lock held only to read each round
                     if len(build.touched) <= _CATCH_UP_LAST or build.cancelled:
                         break
                     taken = await self._run(
-                        hot, "index build catch-up", _taker(build), create=False
+                        key, "index build catch-up", _taker(build), create=False
                     )
                     await asyncio.to_thread(_copy_over, built, *taken)
                 lap("catch_up_s")
-                swapped = await self._swap_built(tenant_id, build, built)
+                swapped = await self._swap_built(key, build, built)
                 built = None  # closed by the swap
                 lap("swap_s")
         except Exception as exc:  # the live shard stands; a later write tries again
-            log.warning("indexing the vector shard of tenant %r failed: %s", tenant_id, exc)
+            log.warning("indexing %s of tenant %r failed: %s", _named(key), tenant_id, exc)
         finally:
             if built is not None:
                 with contextlib.suppress(Exception):
@@ -904,20 +966,18 @@ class QdrantEdgeIndex:
             if not swapped:
                 with contextlib.suppress(OSError):
                     await asyncio.to_thread(discard_build, path)
-            if self._builds.get(tenant_id) is build:
-                del self._builds[tenant_id]
+            if self._builds.get(key) is build:
+                del self._builds[key]
+            if self._waiting and not self._builds:  # the next shard found due meanwhile
+                self._start_build(next(iter(self._waiting)))
         if swapped:
             self.builds_finished += 1
-            self.last_build = {"points": self._built.get(tenant_id, 0), **phases}
-            log.info("indexed the vector shard of tenant %r: %s", tenant_id, self.last_build)
+            self.last_build = {"points": self._built.get(key, 0), **phases}
+            log.info("indexed %s of tenant %r: %s", _named(key), tenant_id, self.last_build)
 
-    def _load_built(self, path: Path) -> qe.EdgeShard:
-        return load_shard(build_dir(path), self._dimension)
-
-    async def _swap_built(self, tenant_id: str, build: _Build, built: qe.EdgeShard) -> bool:
+    async def _swap_built(self, key: _Key, build: _Build, built: qe.EdgeShard) -> bool:
         """Under the registry's lock and the live shard's: the last points written, then the
         built shard in the live one's place (``swap_in``); the next call opens it."""
-        key = (tenant_id, _HOT)
         async with self._registry_lock:
             if build.cancelled:
                 built.close()
@@ -928,10 +988,10 @@ class QdrantEdgeIndex:
                 shard = _Shard(await asyncio.to_thread(self._open, key, False))
             async with shard.lock:
                 shard.closed = True
-                await asyncio.to_thread(self._swap_now, tenant_id, shard, build, built)
+                await asyncio.to_thread(self._swap_now, key, shard, build, built)
         return True
 
-    def _swap_now(self, tenant_id: str, shard: _Shard, build: _Build, built: qe.EdgeShard) -> None:
+    def _swap_now(self, key: _Key, shard: _Shard, build: _Build, built: qe.EdgeShard) -> None:
         with shard.thread_lock:
             try:
                 _copy_over(built, *_taker(build)(shard.engine))
@@ -940,7 +1000,7 @@ class QdrantEdgeIndex:
                 built.close()
                 shard.engine.flush()
                 shard.engine.close()
-            swap_in(self.shard_dir(tenant_id))
+            swap_in(self._path(key))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -1081,7 +1141,7 @@ class QdrantEdgeIndex:
                 "process (a running worker): not opened here"
             )
         recover_swap(path)  # an index build's swap (or an old compaction's) a crash interrupted
-        if part == _HOT and tenant_id not in self._builds:
+        if key not in self._builds:
             discard_build(path)  # the copy of a build a stop interrupted
         if part == _HOT:
             discard_unfinished_split(path)  # a first spill a crash interrupted
@@ -1137,9 +1197,12 @@ def edge_config(
     return qe.EdgeConfig(vectors=vectors, optimizers=optimizers, max_search_threads=_SEARCH_THREADS)
 
 
-def load_shard(path: Path, dimension: int) -> qe.EdgeShard:
-    """The shard at ``path`` as a worker opens it (the index build's child loads its copy so)."""
-    return qe.EdgeShard.load(str(path), edge_config(dimension, _stored_datatype(path)))
+def load_shard(
+    path: Path, dimension: int, optimizers: qe.EdgeOptimizersConfig = _EVERYDAY
+) -> qe.EdgeShard:
+    """The shard at ``path`` as a worker opens it (the index build's child loads its copy so,
+    with ``BUILDING``)."""
+    return qe.EdgeShard.load(str(path), edge_config(dimension, _stored_datatype(path), optimizers))
 
 
 def _flush(engine: qe.EdgeShard) -> None:
@@ -1159,13 +1222,16 @@ def _call_each(
     return [(key, _call(tenant_id, what, shard, fn)) for key, shard in shards]
 
 
+def _named(key: _Key) -> str:
+    return "the vector shard" if key[1] == _HOT else f"vector part {key[1]}"
+
+
 def _taker(build: _Build) -> Callable[[qe.EdgeShard], tuple[list[str], list[Any]]]:
     """Under the live shard's thread lock: the ids written since the last take, and their
     records (vector and payload) as the live shard has them now."""
 
     def take(engine: qe.EdgeShard) -> tuple[list[str], list[Any]]:
-        ids = list(build.touched)
-        build.touched.clear()
+        ids = build.take()
         records: list[Any] = []
         for start in range(0, len(ids), _SCROLL_PAGE):
             records += engine.retrieve(cast("Any", ids[start : start + _SCROLL_PAGE]), True, True)
