@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex, load_shard
 from memstream.services.adapters.qdrant_edge_build import (
     BUILD_SHARE,
+    PART_BUILD_SHARE,
     build_dir,
     needs_build,
     old_dir,
@@ -58,18 +59,17 @@ def files_holding(root: Path, needle: bytes) -> list[Path]:
     points_=st.integers(0, 10**7),
     indexed=st.integers(0, 10**7),
     build_from=st.integers(0, 10**6),
+    share=st.sampled_from([BUILD_SHARE, PART_BUILD_SHARE]),
 )
 def test_a_build_is_due_for_many_unindexed_points_and_never_when_off(
-    points_: int, indexed: int, build_from: int
+    points_: int, indexed: int, build_from: int, share: int
 ) -> None:
     indexed = min(indexed, points_)
-    due = needs_build(points_, indexed, build_from)
+    due = needs_build(points_, indexed, build_from, share)
     unindexed = points_ - indexed
-    assert due == (
-        build_from > 0 and unindexed >= build_from and unindexed * BUILD_SHARE >= points_
-    )
+    assert due == (build_from > 0 and unindexed >= build_from and unindexed * share >= points_)
     if due:  # each build covers at least a share of the shard: the work stays proportional
-        assert unindexed >= points_ / BUILD_SHARE
+        assert unindexed >= points_ / share
 
 
 async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ import qdrant_edge as qe
 from memstream.services.adapters.qdrant_edge_build import (
     BUILD_FROM,
     PART_BUILD_FROM,
+    PART_BUILD_SHARE,
     build_dir,
     copy_for_build,
     needs_build,
@@ -141,6 +142,9 @@ BUILDING = qe.EdgeOptimizersConfig(
 # open one, so ≤ ~17 of them roll out everything written before.
 _FILLER_BYTES = 4 << 20
 _FILLER_LIMIT = 64
+# The shard a worker thread is calling (``_call``): a write it makes is recorded for that
+# shard's build only (``_touch``).
+_working = threading.local()
 # See the module docstring: a plain ``True`` would be sent to the engine as the integer 1.
 _TRUE = cast("bool", np.bool_(True))
 
@@ -204,6 +208,7 @@ _HOT = -1
 @dataclass(eq=False)
 class _Shard:
     engine: qe.EdgeShard
+    key: _Key
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # A cancelled caller releases ``lock`` while its thread still runs: this one still holds.
     thread_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -218,9 +223,8 @@ class _Build:
     """A shard (a tenant's, or one part of it) being indexed in a child process
     (``qdrant_edge_build``)."""
 
-    # Ids written to the tenant's shards since this one was copied: a write records its ids in
-    # every build of the tenant (a point another shard holds is deleted from the built copy,
-    # which never held it), under ``touched_lock`` (writes to other shards run meanwhile).
+    # Ids written to the shard since it was copied (``_touch``), under ``touched_lock``: a move
+    # into a part records them from the moving thread.
     touched: set[str] = field(default_factory=set)
     touched_lock: threading.Lock = field(default_factory=threading.Lock)
     child: subprocess.Popen[bytes] | None = None
@@ -568,7 +572,7 @@ class QdrantEdgeIndex:
             self._maps = None
             if shard is None:
                 try:
-                    shard = _Shard(await asyncio.to_thread(self._open, key, False))
+                    shard = _Shard(await asyncio.to_thread(self._open, key, False), key)
                 except _UnknownTenantError:
                     return
             async with shard.lock:
@@ -825,7 +829,7 @@ class QdrantEdgeIndex:
                     if part not in engines:
                         engines[part] = self._open((tenant_id, part), create=True)
                     engines[part].update(qe.UpdateOperation.upsert_points(batch))
-                    self._touch(tenant_id, [p.id for p in batch])  # a build of the part
+                    self._touch(tenant_id, [p.id for p in batch], (tenant_id, part))
                 if offset is None:
                     break
             while engines:
@@ -856,10 +860,17 @@ class QdrantEdgeIndex:
 
     # -- index builds (``qdrant_edge_build``) ------------------------------------------------
 
-    def _touch(self, tenant_id: str, ids: Iterable[Any]) -> None:
-        """Record points written while a shard of the tenant is being built (in every build of
-        the tenant: see ``_Build.touched``)."""
-        builds = [build for key, build in list(self._builds.items()) if key[0] == tenant_id]
+    def _touch(self, tenant_id: str, ids: Iterable[Any], key: _Key | None = None) -> None:
+        """Record points written while their shard is being built: ``key``'s, by default the
+        shard this thread is calling (``_call``). Where that is unknown, every build of the
+        tenant records them (a point its shard never held is then deleted from its copy, which
+        holds none: harmless)."""
+        key = key or getattr(_working, "key", None)
+        builds = [
+            build
+            for at, build in list(self._builds.items())
+            if at[0] == tenant_id and (key is None or at == key)
+        ]
         if builds:
             written = [str(pid) for pid in ids]
             for build in builds:
@@ -872,7 +883,7 @@ class QdrantEdgeIndex:
         tenant_id, part = key
         since = max(indexed, self._built.get(key, 0))
         if part != _HOT:
-            return needs_build(points, since, self._part_build_from)
+            return needs_build(points, since, self._part_build_from, PART_BUILD_SHARE)
         return (
             needs_build(points, since, self._build_from)
             and not self._parts_count
@@ -985,7 +996,7 @@ class QdrantEdgeIndex:
             shard = self._shards.pop(key, None)
             self._maps = None
             if shard is None:
-                shard = _Shard(await asyncio.to_thread(self._open, key, False))
+                shard = _Shard(await asyncio.to_thread(self._open, key, False), key)
             async with shard.lock:
                 shard.closed = True
                 await asyncio.to_thread(self._swap_now, key, shard, build, built)
@@ -1127,7 +1138,7 @@ class QdrantEdgeIndex:
         # Registered from the thread: a caller cancelled meanwhile must not leak an open
         # engine, whose WAL lock would then refuse every later open of this shard.
         engine = self._open(key, create)
-        shard = _Shard(engine, indexes=len(engine.info().payload_schema))
+        shard = _Shard(engine, key, indexes=len(engine.info().payload_schema))
         self._shards[key] = shard
         self._maps = None
         return shard
@@ -1266,6 +1277,7 @@ def _merged(answers: Iterable[Sequence[Any]], limit: int) -> list[tuple[str, flo
 
 def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
     with shard.thread_lock:
+        _working.key = shard.key
         try:
             return fn(shard.engine)
         except AdapterError:
@@ -1274,6 +1286,8 @@ def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard],
             raise AdapterError(
                 f"Qdrant Edge {what} failed for tenant {tenant_id!r}: {exc}"
             ) from exc
+        finally:
+            _working.key = None
 
 
 def _close_engine(tenant_id: str, shard: _Shard) -> None:

@@ -44,14 +44,17 @@ BUILD_SHARE = 2
 # this many: a filtered scan of 31,000 points took 3.2 ms, the same part's HNSW 0.75 ms (ef
 # 512), and its build 3.6 s (384-d, measured, qdrant-edge-py 0.9) — a search asks every part.
 PART_BUILD_FROM = 10_000
+# ... and again once a quarter of it is unindexed (a part's build is short: 3.6 s for 31,000).
+PART_BUILD_SHARE = 4
 _NICE = 10  # the child yields the cores to the worker's own work
 CHILD_MODULE = "memstream.services.adapters.qdrant_edge_child"
 
 
-def needs_build(points: int, indexed: int, build_from: int) -> bool:
-    """Whether a shard of ``points`` points, ``indexed`` of them in an HNSW index, is built."""
+def needs_build(points: int, indexed: int, build_from: int, share: int = BUILD_SHARE) -> bool:
+    """Whether a shard of ``points`` points, ``indexed`` of them in an HNSW index, is built:
+    ``build_from`` of them unindexed, and at least 1/``share`` of the shard."""
     unindexed = points - indexed
-    return build_from > 0 and unindexed >= build_from and unindexed * BUILD_SHARE >= points
+    return build_from > 0 and unindexed >= build_from and unindexed * share >= points
 
 
 def build_dir(path: Path) -> Path:
