@@ -238,9 +238,13 @@ async def test_writes_and_reads_while_the_store_splits_lose_nothing(tmp_path: Pa
     query = unit(rng)
 
     async def reads() -> None:
+        written = {p.id: p.payload for batch in batches for p in batch}
         for _ in range(20):
             hits = await index.search("acme", query, EVERYTHING, 5)
             assert len(hits) <= 5
+            # Each hit with its own payload, read from the shard that returned it or, when a
+            # move took it elsewhere between the two reads, from where it is now.
+            assert all(h.payload == written[h.id] for h in hits)
             await asyncio.sleep(0)
 
     try:
@@ -298,3 +302,37 @@ async def test_a_manifest_that_names_an_impossible_part_count_is_refused(tmp_pat
             await again.count("acme")
     finally:
         await again.close()
+
+
+async def test_a_point_moved_to_its_part_between_the_search_and_the_payload_read_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search reads the payloads of what it keeps from the shards that returned them; a
+    move to the parts between the two reads is made to happen there, on the real engine."""
+    rng = np.random.default_rng(5)
+    index = QdrantEdgeIndex(tmp_path / "vectors", DIM, split_from=20, parts=4)
+    first = [point(rng, f"C-{i}") for i in range(20)]
+    hot = [point(rng, f"H-{i}") for i in range(10)]
+    more = [point(rng, f"M-{i}") for i in range(10)]
+    read = index._payloads
+    moved: list[int] = []
+
+    async def move_first(tenant_id: str, ids: list[Any], keys: Any) -> dict[str, Any]:
+        if not moved:
+            moved.append(index.parts_of(tenant_id))
+            await index.upsert(tenant_id, more)  # the hot shard reaches 20: moved to the parts
+        return await read(tenant_id, ids, keys)
+
+    try:
+        await index.upsert("acme", first)  # moved to the parts
+        await index.upsert("acme", hot)  # in the hot shard
+        assert await index.count("acme") == 30
+        monkeypatch.setattr(index, "_payloads", move_first)
+        hits = await index.search("acme", hot[0].vector, EVERYTHING, 5)
+        assert moved == [4]
+        assert sorted(p.name for p in index.shard_dir("acme").iterdir()) == ["parts"]
+        assert [h.id for h in hits] == nearest(first + hot, hot[0].vector, 5)  # as it was asked
+        assert hits[0].id == hot[0].id and hits[0].payload == hot[0].payload
+        assert all(h.payload for h in hits)
+    finally:
+        await index.close()

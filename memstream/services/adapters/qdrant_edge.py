@@ -106,7 +106,6 @@ _SCROLL_PAGE = 1024
 # A search that excludes statuses asks the engine for this many more (at least) and drops the
 # excluded hits itself (``search``).
 _EXCLUDED_SLACK = 8
-# With parts, each shard is first asked for this many nearest at least (``_search``).
 # An index build brings over the points written meanwhile in rounds, each read under the live
 # shard's lock, until this few are left for the swap (which holds it throughout).
 _CATCH_UP_ROUNDS = 8
@@ -114,8 +113,11 @@ _CATCH_UP_LAST = 2_000
 # How many candidates an HNSW search keeps (a built shard's; a plain segment is scanned whole).
 # On 10^5 real MiniLM embeddings (perturbed copies, as ``bench scale`` writes them) the 40
 # nearest under the current-version filter were found at 0.90 with the engine's default, 0.98
-# at 256, 0.994 at 512 (1.0 ms a search; measured, qdrant-edge-py 0.9).
+# at 256, 0.994 at 512 (1.0 ms a search; measured, qdrant-edge-py 0.9). A part asked for its
+# first 8 keeps it too: on 250,000 such points in 8 built parts, 128 candidates for 8 found
+# 0.81 of the 40 nearest against 0.94 with 512 (8.4-10.7 ms a search against 11.3-11.9).
 _HNSW_EF = 512
+# With parts, each shard is first asked for this many nearest at least (``_search``).
 _FIRST_ASK = 8
 # The engine's own defaults, stated so that a load after an erasure restores them (a load with a
 # config persists it; an unspecified field would keep ``_VACUUM_ONLY``'s).
@@ -434,7 +436,9 @@ class QdrantEdgeIndex:
         Each shard is first asked for a few (``_FIRST_ASK``: the nearest spread over the
         parts, one subject's points in one), without payloads; a shard that returned as many
         as it was asked with its last as near as the merged ``limit``-th may hold more of them,
-        and is asked again for ``limit``. Then the payloads of the ``limit`` kept are read.
+        and is asked again for ``limit``. Then the payloads of the ``limit`` kept are read from
+        the shards that returned them (an anchored search: one part, not 33; a point a spill
+        moved between the reads is read where it is now).
         (33 shards' full answers made into Python objects cost more than their scans at 10^5:
         the engine returns every id as a ``uuid.UUID``.)"""
         keys = self._keys(tenant_id)
@@ -459,7 +463,7 @@ class QdrantEdgeIndex:
             ]
         first = min(limit, max(_FIRST_ASK, -(-2 * limit // len(keys))))
         answers = dict(await self._on_all(tenant_id, "search", nearest(first, False), keys))
-        best = _merged(answers.values(), limit)
+        best = _merged(answers, limit)
         floor = best[-1][1] if len(best) == limit else float("-inf")
         again = [
             key
@@ -468,17 +472,29 @@ class QdrantEdgeIndex:
         ]
         if again:
             answers.update(await self._on_all(tenant_id, "search", nearest(limit, False), again))
-            best = _merged(answers.values(), limit)
+            best = _merged(answers, limit)
         if not best:
             return []
-        ids = cast("Any", [pid for pid, _ in best])
-        records = await self._on_all(tenant_id, "search", lambda e: e.retrieve(ids, True, False))
-        payloads = {str(r.id): r.payload or {} for _, found in records for r in found}
+        ids = cast("Any", [pid for pid, _, _ in best])
+        asked = sorted({key for _, _, key in best})  # the shards that returned them
+        payloads = await self._payloads(tenant_id, ids, asked)
+        if missing := [pid for pid in ids if pid not in payloads]:  # moved meanwhile (a spill)
+            others = [key for key in self._keys(tenant_id) if key not in asked]
+            payloads |= await self._payloads(tenant_id, missing, others)
         return [  # a point deleted between the two reads is left out
             VectorHit(id=pid, score=score, payload=payloads[pid])
-            for pid, score in best
+            for pid, score, _ in best
             if pid in payloads
         ]
+
+    async def _payloads(
+        self, tenant_id: str, ids: list[Any], keys: Sequence[_Key]
+    ) -> dict[str, dict[str, Any]]:
+        """The payloads of those of ``ids`` that ``keys``' shards hold."""
+        if not keys:
+            return {}
+        read = await self._on_all(tenant_id, "search", lambda e: e.retrieve(ids, True, False), keys)
+        return {str(r.id): r.payload or {} for _, records in read for r in records}
 
     async def count(self, tenant_id: str) -> int:
         counts = await self._on_all(
@@ -1263,16 +1279,17 @@ def _copy_over(built: qe.EdgeShard, ids: Sequence[str], records: Sequence[Any]) 
         built.update(qe.UpdateOperation.delete_points(cast("Any", sorted(gone))))
 
 
-def _merged(answers: Iterable[Sequence[Any]], limit: int) -> list[tuple[str, float]]:
-    """The ``limit`` nearest (id, score) of the shards' answers, nearest first; a point a spill
-    was moving may be in two shards: once here."""
-    best: dict[str, float] = {}
-    for answer in answers:
+def _merged(answers: Mapping[_Key, Sequence[Any]], limit: int) -> list[tuple[str, float, _Key]]:
+    """The ``limit`` nearest (id, score, the shard that returned it) of the shards' answers,
+    nearest first; a point a spill was moving may be in two shards: once here."""
+    best: dict[str, tuple[float, _Key]] = {}
+    for key, answer in answers.items():
         for p in answer:
             pid, score = str(p.id), float(p.score)
-            if score > best.get(pid, float("-inf")):
-                best[pid] = score
-    return sorted(best.items(), key=lambda item: -item[1])[:limit]
+            if pid not in best or score > best[pid][0]:
+                best[pid] = (score, key)
+    ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
+    return [(pid, score, key) for pid, (score, key) in ranked]
 
 
 def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
