@@ -29,6 +29,13 @@ class RescoreReport:
     runs: int = 1
 
 
+# Versions a run reads, scores and writes at once. Each run's payload writes end in one flush
+# of every vector shard they touched (a store in parts: most of its 33): measured on the vector
+# store alone, 4,000 payload writes in batches of 500 cost 1.20-1.35 ms a row in 32 parts and
+# 0.10-0.11 in one shard of 250,000 points, in batches of 2,000 0.46-0.50 and 0.06-0.08.
+BATCH = 2_000
+
+
 class Rescorer:
     def __init__(
         self,
@@ -37,7 +44,7 @@ class Rescorer:
         announce: Callable[[MemoryVersion, TimeScores, datetime], Awaitable[None]],
         clock: Callable[[], datetime],
         *,
-        batch: int = 500,
+        batch: int = BATCH,
     ) -> None:
         self._rules = rules
         self._index = index
