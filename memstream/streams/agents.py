@@ -81,6 +81,8 @@ def register(app: faust.App, topics: Any, runtime: Any) -> GenerationReader | No
             message = event.message
             try:
                 transport.pace().activity()  # poll fast while requests flow
+                if reader is not None:  # the client's next requests go to the generations
+                    reader.pace.activity()
                 container = await runtime.container()
                 assert container.responder is not None
                 await container.responder.handle(

@@ -12,11 +12,14 @@ come for ``ACTIVE_FOR_S``. A Kafka broker answers a fetch as soon as a record ar
 there neither wait costs latency. Selected by the broker URL scheme ``memstream-kafka://``.
 
 With the requests topic's generations (``rotate_ms`` > 0: the embedded broker), the requests
-that need milliseconds are read by ``streams.generations``' reader, whose wait stays
+that need milliseconds are read by ``streams.generations``' reader, whose wait is
 ``fetch_wait_ms``; this consumer reads events, memory.changes and a client's first request, so
 its idle wait is ``BACKGROUND_WAIT_MS``: measured, a stack idle for 5 s spent 150 against 244 ms
 of CPU a second, and ingest 0.6 ms less per event (Tansu answered fewer empty fetches). A
-client's first request, sent while the worker is idle, may wait that long more.
+client's first request, sent while the worker is idle, may wait that long more. The reader's
+own wait is that long too once no request has come for ``DORMANT_AFTER_S`` (and until the
+first): a worker that only ingests, a backfill, does not poll for requests a hundred times a
+second; the first request after such a pause may wait ``BACKGROUND_WAIT_MS`` more.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 
 SCHEME = "memstream-kafka"
 ACTIVE_FOR_S = 30.0  # the short wait lasts this long after the last request
+DORMANT_AFTER_S = 60.0  # the idle wait lasts this long after it; then the dormant one
 BACKGROUND_WAIT_MS = 100  # the idle wait where the generations' reader reads the requests
 
 
@@ -49,15 +53,23 @@ class FetchPace:
     """
 
     def __init__(
-        self, idle_ms: int = 10, active_ms: int = 2, active_for_s: float = ACTIVE_FOR_S
+        self,
+        idle_ms: int = 10,
+        active_ms: int = 2,
+        active_for_s: float = ACTIVE_FOR_S,
+        dormant_ms: int = 0,
+        dormant_after_s: float = DORMANT_AFTER_S,
     ) -> None:
         self.idle_ms = idle_ms
         self.active_ms = min(active_ms, idle_ms)
         self.active_for_s = active_for_s
+        # 0: never dormant; else never shorter than the idle wait, nor dormant sooner than idle.
+        self.dormant_ms = max(dormant_ms, idle_ms)
+        self.dormant_after_s = max(dormant_after_s, active_for_s)
         self.floor_ms = 0  # learned from stalled fetches (memstream.streams.stalls)
         self.stalls = 0
         self._consumers: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._current = idle_ms
+        self._current = self.dormant_ms  # no request yet
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -95,22 +107,27 @@ class FetchPace:
         self._apply(consumer, self.current_ms)
 
     def activity(self) -> None:
-        """A request arrived: poll fast until none has come for ``active_for_s``."""
+        """A request arrived: poll fast until none has come for ``active_for_s``, then at the
+        idle wait until none has come for ``dormant_after_s``, then at the dormant wait."""
         self._last = time.monotonic()
         if self._current != self.active_ms:
             self._set(self.active_ms)
-        if self._timer is None and self.active_ms != self.idle_ms:
+        if self._timer is None and self.active_ms != self.dormant_ms:
             self._timer = asyncio.get_running_loop().call_later(self.active_for_s, self._check)
 
     def _check(self) -> None:
         quiet = time.monotonic() - self._last
-        if quiet >= self.active_for_s:
-            self._timer = None
-            self._set(self.idle_ms)
+        if quiet < self.active_for_s:
+            wait, left = self.active_ms, self.active_for_s - quiet
+        elif quiet < self.dormant_after_s and self.dormant_ms != self.idle_ms:
+            wait, left = self.idle_ms, self.dormant_after_s - quiet
         else:
-            self._timer = asyncio.get_running_loop().call_later(
-                self.active_for_s - quiet, self._check
-            )
+            wait, left = self.dormant_ms, None
+        if wait != self._current:
+            self._set(wait)
+        self._timer = (
+            None if left is None else asyncio.get_running_loop().call_later(left, self._check)
+        )
 
     def _set(self, wait_ms: int) -> None:
         self._current = wait_ms

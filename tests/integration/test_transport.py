@@ -44,6 +44,34 @@ async def test_the_fetch_wait_is_short_while_requests_flow_then_idle_again(broke
     assert FetchPace(idle_ms=5, active_ms=8).active_ms == 5  # never longer than idle
 
 
+async def test_a_pace_with_a_dormant_wait_polls_slowly_until_the_first_request_and_after_a_pause(
+    broker: str,
+) -> None:
+    # The request generations' reader: nothing asked yet (a worker that only ingests) or
+    # nothing asked for a while, and it polls at the dormant wait, not a hundred times a second.
+    pace = FetchPace(idle_ms=10, active_ms=2, active_for_s=0.2, dormant_ms=100, dormant_after_s=0.6)
+    consumer = AIOKafkaConsumer(bootstrap_servers=broker, group_id=None)
+    pace.attach(consumer)
+    await consumer.start()
+    try:
+        fetcher = consumer._fetcher
+        assert fetcher._fetch_max_wait_ms == 100  # no request yet
+        pace.activity()
+        assert fetcher._fetch_max_wait_ms == 2
+        await asyncio.sleep(0.35)  # quiet past active_for_s, not past dormant_after_s
+        assert fetcher._fetch_max_wait_ms == 10
+        await asyncio.sleep(0.45)  # quiet past dormant_after_s
+        assert fetcher._fetch_max_wait_ms == 100 and pace.current_ms == 100
+        pace.activity()
+        assert fetcher._fetch_max_wait_ms == 2
+        pace.stalled()  # a learned floor still wins over the active wait
+        assert fetcher._fetch_max_wait_ms > 2
+    finally:
+        await consumer.stop()
+    dormant = FetchPace(idle_ms=50, dormant_ms=20, active_for_s=5, dormant_after_s=1)
+    assert (dormant.dormant_ms, dormant.dormant_after_s) == (50, 5)  # never below idle's
+
+
 async def test_the_client_polls_fast_only_while_a_request_awaits_its_reply(broker: str) -> None:
     topics = Topics(prefix=f"t{uuid.uuid4().hex[:8]}.", partitions=1, reply_partitions=1)
     ensure_topics(broker, topics.all())
