@@ -60,6 +60,7 @@ TENANT = "scale"
 # size: its latency is the same machine's at the same minute, so the growth's own cost can be
 # read apart from the machine's drift over a run of half an hour.
 REFERENCE = "scale-reference"
+ERASE_BESIDE = 3_000  # questions at most asked of the reference tenant during an erasure
 ZIPF_S = 1.1
 
 
@@ -274,7 +275,10 @@ async def _one_size(
     )
     say(f"{size}: erasing one customer ({SUBJECT_MEMORIES} memories) …")
     subject = f"customer:C-{(size - 1) // SUBJECT_MEMORIES - 1}"
-    figures.update(await m.erase(container, TENANT, subject))
+    beside = []  # the reference tenant asked meanwhile: is the worker answering others?
+    if state["reference"]:
+        beside = [(REFERENCE, q) for q in m.questions(ERASE_BESIDE, f"erasure {size}")]
+    figures.update(await m.erase(container, TENANT, subject, beside))
     say(f"{size}: replay into a copy (at most {options.replay_budget_s:.0f} s) …")
     figures["replay_events_per_s"] = await m.replay(
         settings, TENANT, f"scale_copy_{n}", options.replay_budget_s

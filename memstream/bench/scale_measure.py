@@ -12,7 +12,7 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,11 @@ QUESTIONS = [
     "did C-{n} ask for a refund?",
     "what does C-{n} prefer for delivery?",
 ]
+
+
+# Another tenant's traffic while a subject is erased: a question every 100 ms at most (a
+# steady trickle, which leaves the cores to the erasure).
+BESIDE_EVERY_S = 0.1
 
 
 def questions(count: int, salt: str) -> list[str]:
@@ -231,18 +236,42 @@ async def _pass(
     }
 
 
-async def erase(container: bootstrap.Container, tenant: str, subject: str) -> dict[str, Any]:
-    """``memstream forget`` of one customer through the erasure handler, by phase."""
-    result = await container.forgetter.forget(
-        tenant, ErasureScope.entity(tenant, subject), "bench", "bench-admin"
+async def erase(
+    container: bootstrap.Container,
+    tenant: str,
+    subject: str,
+    beside: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """``memstream forget`` of one customer through the erasure handler, by phase; meanwhile
+    ``beside``'s questions (another tenant's), one every ``BESIDE_EVERY_S`` at most, until it
+    ends: whether the worker answers others while it erases (how many were asked, their p50
+    and the slowest)."""
+    forgetting = asyncio.ensure_future(
+        container.forgetter.forget(
+            tenant, ErasureScope.entity(tenant, subject), "bench", "bench-admin"
+        )
     )
+    waited: list[float] = []
+    for who, text in beside:
+        if forgetting.done():
+            break
+        started = time.perf_counter()
+        waited.append(await ask(container, who, text))
+        await asyncio.wait(
+            [forgetting], timeout=max(0.0, BESIDE_EVERY_S - (time.perf_counter() - started))
+        )
+    result = await forgetting
     figures = result.as_dict()
     seconds: dict[str, float] = figures["seconds"]
+    p50, _ = p50_p95(waited)
     return {
         "erase_subject_s": sum(seconds.values()),
         "erase_phases_s": seconds,
         "erase_versions": figures["counts"]["versions"],
         "erase_vectors": figures["vectors_deleted"],
+        "erase_beside_asked": len(waited),
+        "erase_beside_p50_ms": p50,
+        "erase_beside_max_ms": max(waited, default=0.0),
     }
 
 

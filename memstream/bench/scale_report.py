@@ -65,6 +65,11 @@ ROWS: list[tuple[str, str, str]] = [
         "{:.2f} / {:.2f} / {:.2f}",
     ),
     (
+        "  the reference tenant asked meanwhile: questions · p50 / slowest (ms)",
+        "erase_beside_asked|erase_beside_p50_ms|erase_beside_max_ms",
+        "{:.0f} · {:.1f} / {:.1f}",
+    ),
+    (
         "  Redis purge / VACUUM (s)",
         "erase_phases_s.cache_purge|erase_phases_s.vacuum",
         "{:.2f} / {:.2f}",

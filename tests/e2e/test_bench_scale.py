@@ -63,6 +63,9 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
     assert doc["reference"]["memories"] == 600
     for figures in sizes:
         assert 0 < figures["reference_query_p50_ms"] <= figures["reference_query_p95_ms"]
+        # ... and while the customer is erased: answered meanwhile, each timed.
+        assert figures["erase_beside_asked"] >= 1
+        assert 0 < figures["erase_beside_p50_ms"] <= figures["erase_beside_max_ms"]
 
     tenants = doc["tenants"]
     assert tenants["count"] == 20

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 import qdrant_edge as qe
 from hypothesis import given
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from memstream.services.adapters.qdrant_edge import QdrantEdgeIndex, load_shard
 from memstream.services.adapters.qdrant_edge_build import (
     BUILD_SHARE,
+    CHILD_MODULE,
     PART_BUILD_SHARE,
     build_dir,
     needs_build,
@@ -49,6 +51,16 @@ async def write(index: QdrantEdgeIndex, tenant: str, batch: list[VectorPoint]) -
     for start in range(0, len(batch), 500):
         await index.upsert(tenant, batch[start : start + 500], durable=False)
     await index.flush(tenant)
+
+
+def commands(processes: list[psutil.Process]) -> list[str]:
+    said = []
+    for process in processes:
+        try:
+            said.append(" ".join(process.cmdline()))
+        except psutil.Error:  # ended meanwhile
+            continue
+    return said
 
 
 def files_holding(root: Path, needle: bytes) -> list[Path]:
@@ -163,6 +175,52 @@ async def test_a_deletion_cancels_a_build_and_leaves_no_copy_of_the_point(tmp_pa
     assert not build_dir(index.shard_dir(tenant)).exists()
     assert await index.count(tenant) == 1_200
     await index.close()
+
+
+async def test_a_large_shards_erasure_is_rewritten_by_a_child_while_other_tenants_are_answered(
+    tmp_path: Path,
+) -> None:
+    """The engine holds the GIL through a rewrite (95 s at 10^6 points): done in the worker, no
+    other tenant was answered meanwhile. From ``compact_child_from`` points a child rewrites
+    the shard: another tenant's shard, open or opened now, answers during it; the tenant being
+    rewritten waits and is answered after it, without the erased point."""
+    rng, dim = np.random.default_rng(13), 64
+    canary = f"canary-{uuid.uuid4()}"
+    root = tmp_path / "v"
+    cold = QdrantEdgeIndex(root, dim, flush_writes=False, build_from=0)
+    await write(cold, "cold", points(rng, 200, dim))
+    await cold.close()  # its shard is opened (under the registry's lock) during the rewrite
+    index = QdrantEdgeIndex(root, dim, flush_writes=False, build_from=0, compact_child_from=500)
+    victim = points(rng, 1, dim, secret=canary)
+    big = victim + points(rng, 3_000, dim)
+    await write(index, "big", big)
+    warm = points(rng, 200, dim)
+    await write(index, "warm", warm)
+    assert await index.delete("big", [victim[0].id]) == 1
+    rewrite = asyncio.ensure_future(index.compact("big"))
+    answered: list[str] = []
+    for _ in range(2_000):  # the rewrite has closed the shard and started its child
+        children = commands(psutil.Process().children())
+        if any(CHILD_MODULE in c and "--compact" in c for c in children):
+            break
+        await asyncio.sleep(0.005)
+    else:
+        pytest.fail(f"no compaction child was seen: {children}")
+    assert index._compacting and not rewrite.done()
+    waiting = asyncio.ensure_future(index.search("big", victim[0].vector, EVERYTHING, 5))
+    for tenant in ["warm", "cold", "warm", "cold", "warm"]:
+        hits = await index.search(tenant, warm[0].vector, EVERYTHING, 3)
+        assert hits
+        if not rewrite.done():
+            answered.append(tenant)
+    assert answered == ["warm", "cold", "warm", "cold", "warm"]  # all during the rewrite
+    assert not waiting.done()  # the rewritten tenant waits for its shard
+    await rewrite
+    hits = await waiting
+    assert hits and victim[0].id not in {h.id for h in hits}
+    assert await index.count("big") == 3_000
+    await index.close()
+    assert files_holding(tmp_path, canary.encode()) == []
 
 
 async def test_close_during_a_build_stops_the_child_and_removes_its_copy(tmp_path: Path) -> None:

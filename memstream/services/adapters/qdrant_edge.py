@@ -55,9 +55,11 @@ import qdrant_edge as qe
 
 from memstream.services.adapters.qdrant_edge_build import (
     BUILD_FROM,
+    COMPACT_CHILD_FROM,
     PART_BUILD_FROM,
     PART_BUILD_SHARE,
     build_dir,
+    compact_in_child,
     copy_for_build,
     needs_build,
     recover_swap,
@@ -260,6 +262,7 @@ class QdrantEdgeIndex:
         split_from: int = SPLIT_FROM,
         parts: int = 0,
         build_from: int = BUILD_FROM,
+        compact_child_from: int = COMPACT_CHILD_FROM,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
@@ -294,6 +297,9 @@ class QdrantEdgeIndex:
         # Tenants known to be split, and into how many parts (a split is never undone).
         self._split: dict[str, int] = {}
         self._dirty_lock = threading.Lock()
+        # Shards an erasure is rewriting, closed meanwhile: set once they may be opened again.
+        self._compacting: dict[_Key, asyncio.Event] = {}
+        self._compact_child_from = compact_child_from
         # ``open_maps``, kept between changes to the open shards (None: to be summed again).
         # Changed only on the event loop's thread.
         self._maps: int | None = 0
@@ -583,6 +589,11 @@ class QdrantEdgeIndex:
                 set_dirty_parts(path, self._dirty(path) - {part})
 
     async def _compact_shard(self, key: _Key) -> None:
+        """Rewrite the shard at ``key`` (closed meanwhile). Calls for that shard wait for the
+        end (``_shard``); the registry is not held meanwhile, so other tenants' shards open,
+        and a large shard is rewritten by a child process, so this one's threads keep running
+        (``compact_in_child``)."""
+        done = asyncio.Event()
         async with self._registry_lock:
             shard = self._shards.pop(key, None)
             self._maps = None
@@ -591,28 +602,26 @@ class QdrantEdgeIndex:
                     shard = _Shard(await asyncio.to_thread(self._open, key, False), key)
                 except _UnknownTenantError:
                     return
+            self._compacting[key] = done
+        try:
             async with shard.lock:
                 shard.closed = True
                 await asyncio.to_thread(self._vacuum, key[0], shard, self._path(key))
+        finally:
+            del self._compacting[key]
+            done.set()
 
     def _vacuum(self, tenant_id: str, shard: _Shard, path: Path) -> None:
         with shard.thread_lock:
-            engine: qe.EdgeShard | None = None
             try:
+                points = shard.engine.info().points_count
                 shard.engine.flush()
                 shard.engine.close()
-                datatype = _stored_datatype(path)
-                engine = qe.EdgeShard.load(str(path), self._edge_config(datatype, _VACUUM_ONLY))
-                engine.optimize()
-                engine.flush()
-                _roll_wal(engine, path / "wal")
-                engine.close()
-                engine = None
-                # Back to the everyday optimiser settings (a load with a config persists it).
-                qe.EdgeShard.load(str(path), self._edge_config(datatype)).close()
+                if points >= self._compact_child_from:
+                    compact_in_child(path, self._dimension)
+                else:
+                    vacuum_shard(path, self._dimension)
             except Exception as exc:
-                if engine is not None:
-                    engine.close()
                 raise AdapterError(
                     f"Qdrant Edge compaction failed for tenant {tenant_id!r}: {exc}"
                 ) from exc
@@ -1121,16 +1130,22 @@ class QdrantEdgeIndex:
         return maps
 
     async def _shard(self, key: _Key, *, create: bool) -> _Shard:
-        shard = self._shards.get(key)
-        if shard is not None:
-            self._shards.move_to_end(key)
-            return shard
-        async with self._registry_lock:
+        while True:
+            if (compacting := self._compacting.get(key)) is not None:
+                await compacting.wait()  # rewritten by an erasure: opened again after it
+                continue
             shard = self._shards.get(key)
-            if shard is None:
-                await self._evict_idle()
-                shard = await asyncio.to_thread(self._open_and_register, key, create)
-            return shard
+            if shard is not None:
+                self._shards.move_to_end(key)
+                return shard
+            async with self._registry_lock:
+                if key in self._compacting:
+                    continue
+                shard = self._shards.get(key)
+                if shard is None:
+                    await self._evict_idle()
+                    shard = await asyncio.to_thread(self._open_and_register, key, create)
+                return shard
 
     async def _evict_idle(self, room: int = 1) -> None:
         """Close least recently used shards no call is using until ``room`` more may open
@@ -1222,6 +1237,23 @@ def edge_config(
 ) -> qe.EdgeConfig:
     vectors = qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine, datatype=datatype)
     return qe.EdgeConfig(vectors=vectors, optimizers=optimizers, max_search_threads=_SEARCH_THREADS)
+
+
+def vacuum_shard(path: Path, dimension: int) -> None:
+    """An erasure's rewrite of the closed shard at ``path`` (``QdrantEdgeIndex.compact``):
+    vacuum every segment that holds a deleted point, roll the WAL past them, and persist the
+    everyday optimiser settings again. Run in the worker for a small shard, else by the
+    compaction child (``qdrant_edge_child --compact``)."""
+    datatype = _stored_datatype(path)
+    engine = qe.EdgeShard.load(str(path), edge_config(dimension, datatype, _VACUUM_ONLY))
+    try:
+        engine.optimize()
+        engine.flush()
+        _roll_wal(engine, path / "wal")
+    finally:
+        engine.close()
+    # Back to the everyday optimiser settings (a load with a config persists it).
+    qe.EdgeShard.load(str(path), edge_config(dimension, datatype)).close()
 
 
 def load_shard(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -48,6 +49,12 @@ PART_BUILD_FROM = 10_000
 PART_BUILD_SHARE = 4
 _NICE = 10  # the child yields the cores to the worker's own work
 CHILD_MODULE = "memstream.services.adapters.qdrant_edge_child"
+# An erasure's rewrite of a shard (``QdrantEdgeIndex.compact``) of this many points or more runs
+# in a child process too: the engine holds the GIL through it as through a build (95-109 s at
+# 10^6 points, 8-10 s at 10^5, during which the worker answered no one), while a child costs
+# ~0.6 s to start. Below it the worker rewrites the shard itself (~50-100 µs a point, measured
+# on the 2-core VM): a part of a store split by subject (~31,000 points at 10^6) stays in-process.
+COMPACT_CHILD_FROM = 50_000
 
 
 def needs_build(points: int, indexed: int, build_from: int, share: int = BUILD_SHARE) -> bool:
@@ -114,9 +121,28 @@ def start_child(path: Path, dimension: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _die_with_parent() -> None:
+def compact_in_child(path: Path, dimension: int) -> None:
+    """Rewrite the closed shard at ``path`` in a child process (``qdrant_edge_child
+    --compact``, ``qdrant_edge.vacuum_shard``) and wait for it. Not niced: an erasure has a
+    deadline. A crash of either leaves what the engine's own crash safety leaves (a segment is
+    rewritten beside the old one and swapped in); the next compaction finishes the work."""
+    done = subprocess.run(  # our own interpreter and module, on a path we made
+        [sys.executable, "-m", CHILD_MODULE, "--compact", str(path), str(dimension)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=functools.partial(_die_with_parent, 0),
+        check=False,
+    )
+    if done.returncode != 0:
+        said = " / ".join(done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:])
+        raise RuntimeError(f"the compaction child exited with {done.returncode}: {said}")
+
+
+def _die_with_parent(nice: int = _NICE) -> None:
     """In the child before exec: killed when the worker dies (Linux), and niced."""
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    with contextlib.suppress(Exception):
-        os.nice(_NICE)
+    if nice:
+        with contextlib.suppress(Exception):
+            os.nice(nice)

@@ -2,21 +2,30 @@
 a shard copy's directory and the vectors' dimension. It loads the copy as a worker would, but
 with every segment to be indexed (``BUILDING``), optimises it (HNSW and segment merges, as the
 engine plans them), flushes and closes it; exit 0 when done. The worker swaps the copy in only
-after that."""
+after that.
+
+With ``--compact`` first, the child of an erasure's rewrite of a large shard instead
+(``qdrant_edge.vacuum_shard``, on the shard itself, which the worker has closed meanwhile)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from memstream.services.adapters.qdrant_edge import BUILDING, load_shard
+from memstream.services.adapters.qdrant_edge import BUILDING, load_shard, vacuum_shard
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or not argv[1].isdigit():
-        print(f"usage: python -m {__spec__.name if __spec__ else __name__} SHARD_DIR DIMENSION")
+    compact = argv[:1] == ["--compact"]
+    args = argv[1:] if compact else argv
+    if len(args) != 2 or not args[1].isdigit():
+        name = __spec__.name if __spec__ else __name__
+        print(f"usage: python -m {name} [--compact] SHARD_DIR DIMENSION")
         return 2
-    engine = load_shard(Path(argv[0]), int(argv[1]), BUILDING)
+    if compact:
+        vacuum_shard(Path(args[0]), int(args[1]))
+        return 0
+    engine = load_shard(Path(args[0]), int(args[1]), BUILDING)
     try:
         engine.optimize()
         engine.flush()
