@@ -35,7 +35,7 @@ from aiokafka.errors import KafkaError
 from memstream.services.domain import generations as gens
 from memstream.services.settings import Settings
 from memstream.streams.stalls import LOWER, RAISE, StallWatch, lagging
-from memstream.streams.transport import BACKGROUND_WAIT_MS, FetchPace
+from memstream.streams.transport import FetchPace
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +84,7 @@ class GenerationReader:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._consumer: AIOKafkaConsumer | None = None  # while run() reads (describe())
-        # Dormant (no request for a minute): the background wait, as the group's consumer's.
-        self.pace = FetchPace(
-            settings.fetch_wait_ms, settings.fetch_wait_active_ms, dormant_ms=BACKGROUND_WAIT_MS
-        )
+        self.pace = FetchPace.of_requests(settings.fetch_wait_ms, settings.fetch_wait_active_ms)
         self._stalls = StallWatch()
         self.live = False  # the current and next generations exist: clients may be told
         self.deleted: list[str] = []

@@ -73,6 +73,12 @@ class FetchPace:
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
+    @classmethod
+    def of_requests(cls, idle_ms: int, active_ms: int) -> FetchPace:
+        """The pace of the request generations' reader: dormant (no request yet, or none for
+        ``DORMANT_AFTER_S``) at the background wait, as the group's consumer."""
+        return cls(idle_ms, active_ms, dormant_ms=BACKGROUND_WAIT_MS)
+
     @property
     def current_ms(self) -> int:
         return max(self._current, self.floor_ms)

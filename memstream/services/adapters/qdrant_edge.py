@@ -573,7 +573,9 @@ class QdrantEdgeIndex:
         that held the points plus ≤ 2 WAL segments (64 MiB) — the whole shard (or part) when
         it is one segment, as a shard never optimised is (docs/erasure.md). Crash safety is the
         engine's (a segment is optimised beside the old one and swapped in); an interrupted run
-        is finished by the next one. Holds the shard's lock throughout (reads and writes wait).
+        is finished by the next one. The shard is closed throughout (its reads and writes wait;
+        other shards' do not), and one of ``COMPACT_CHILD_FROM`` points or more is rewritten by
+        a child process (``_compact_shard``).
         """
         await self._cancel_build(tenant_id)
         if not self._parts(tenant_id):
