@@ -37,8 +37,9 @@ QUESTIONS = [
 ]
 
 
-# Another tenant's traffic while a subject is erased: a question every 100 ms at most (a
-# steady trickle, which leaves the cores to the erasure).
+# Another tenant's traffic while a subject is erased: a question every 100 ms at most. Each
+# costs tens of ms of CPU (the model's embedding among them), so the erasure shares the cores
+# with them, as it would with live traffic.
 BESIDE_EVERY_S = 0.1
 
 
