@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 SCHEME = "memstream-kafka"
 ACTIVE_FOR_S = 30.0  # the short wait lasts this long after the last request
-DORMANT_AFTER_S = 60.0  # the idle wait lasts this long after it; then the dormant one
+DORMANT_AFTER_S = 60.0  # no request for this long (or none yet): the dormant wait, if any
 BACKGROUND_WAIT_MS = 100  # the idle wait where the generations' reader reads the requests
 
 
