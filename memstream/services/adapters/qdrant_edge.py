@@ -446,7 +446,8 @@ class QdrantEdgeIndex:
         every part, exact.
 
         Each shard is first asked for a few (``_FIRST_ASK``: the nearest spread over the
-        parts, one subject's points in one), without payloads; a shard that returned as many
+        parts, one subject's points in one), without payloads and through a smaller graph walk
+        (``_FIRST_EF_*``: the re-ask below relies on that answer); a shard that returned as many
         as it was asked with its last as near as the merged ``limit``-th may hold more of them,
         and is asked again for ``limit``. Then the payloads of the ``limit`` kept are read from
         the shards that returned them (an anchored search: one part, not 33; a point a spill
