@@ -108,12 +108,62 @@ async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_pat
         assert hits[0].payload["memory_key"] == p.payload["memory_key"]
     assert not build_dir(index.shard_dir(tenant)).exists()
     assert not old_dir(index.shard_dir(tenant)).exists()
-    # An erasure's compaction rewrites the segment without its index: the next write builds.
-    await index.delete(tenant, [batch[0].id])
-    await index.compact(tenant)
+    await index.close()
+
+
+@pytest.mark.parametrize("in_child", [False, True])
+async def test_an_erasure_keeps_a_built_shards_index_and_leaves_plain_points_plain(
+    tmp_path: Path, in_child: bool
+) -> None:
+    """A subject with points in the built segment and among those written after the build:
+    the compaction (in the worker, or in its child from ``compact_child_from`` points) leaves
+    no byte of them, the built points stay indexed (the engine's rewrite of a built segment
+    reuses its graph), the later ones stay unindexed (no index is built in an erasure), and
+    no build is due at the next write; every other point answers as before."""
+    rng, tenant = np.random.default_rng(11), "acme"
+    canary = f"canary-{uuid.uuid4()}"
+    child_from = 10_000 if in_child else 1 << 30
+    index = QdrantEdgeIndex(
+        tmp_path / "v", 384, flush_writes=False, build_from=16_000, compact_child_from=child_from
+    )
+    built = points(rng, 20_000, 384, secret="no")
+    built[:3] = points(rng, 3, 384, secret=canary)
+    await write(index, tenant, built)
+    assert await index.builds_done(120) and index.builds_finished == 1
+    later = points(rng, 2_000, 384, secret=canary) + points(rng, 1_000, 384, secret="no")
+    await write(index, tenant, later)
+    assert not index._builds  # 3,000 unindexed: under the build's threshold
+    victims = [p.id for p in built[:3] + later[:2_000]]
+    assert await index.delete(tenant, victims) == len(victims)
+    [before] = await index._on_each(tenant, "info", lambda _: lambda engine: engine.info())
+    # The build started from 16,000 or more; what was written after it is not in its index.
+    assert 16_000 - 3 <= before.indexed_vectors_count <= before.points_count - 1_000
+    compaction = asyncio.ensure_future(index.compact(tenant))
+    seen_child = False
+    while not compaction.done():
+        children = commands(psutil.Process().children())
+        seen_child |= any(CHILD_MODULE in c and "--compact" in c for c in children)
+        await asyncio.sleep(0.01)
+    await compaction
+    assert seen_child == in_child
     await index.upsert(tenant, points(rng, 1, 384))
-    assert index._builds
-    assert await index.builds_done(120) and index.builds_finished == 2
+    assert not index._builds  # the index survived: nothing to build again
+    await index.close()
+    assert files_holding(tmp_path, canary.encode()) == []
+    engine = load_shard(index.shard_dir(tenant), 384)
+    try:
+        info = engine.info()
+    finally:
+        engine.close()
+    assert info.points_count == before.points_count + 1
+    # The engine counted the three deleted built points as indexed until the rewrite.
+    assert info.indexed_vectors_count == before.indexed_vectors_count - 3
+    for p in built[3::997] + later[2_000::97]:
+        hits = await index.search(tenant, p.vector, EVERYTHING, 10)
+        assert hits[0].id == p.id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+    for p in built[:3] + later[:2_000:250]:
+        hits = await index.search(tenant, p.vector, EVERYTHING, 10)
+        assert p.id not in {h.id for h in hits}
     await index.close()
 
 

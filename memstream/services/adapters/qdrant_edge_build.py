@@ -121,13 +121,15 @@ def start_child(path: Path, dimension: int) -> subprocess.Popen[bytes]:
     )
 
 
-def compact_in_child(path: Path, dimension: int) -> None:
-    """Rewrite the closed shard at ``path`` in a child process (``qdrant_edge_child
-    --compact``, ``qdrant_edge.vacuum_shard``) and wait for it. Not niced: an erasure has a
-    deadline. A crash of either leaves what the engine's own crash safety leaves (a segment is
-    rewritten beside the old one and swapped in); the next compaction finishes the work."""
+def compact_in_child(path: Path, dimension: int, unindexed: int) -> None:
+    """Rewrite the closed shard at ``path``, ``unindexed`` of whose points are outside any
+    index, in a child process (``qdrant_edge_child --compact``, ``qdrant_edge.vacuum_shard``)
+    and wait for it. Not niced: an erasure has a deadline. A crash of either leaves what the
+    engine's own crash safety leaves (a segment is rewritten beside the old one and swapped
+    in); the next compaction finishes the work."""
+    args = ["--compact", str(path), str(dimension), str(unindexed)]
     done = subprocess.run(  # our own interpreter and module, on a path we made
-        [sys.executable, "-m", CHILD_MODULE, "--compact", str(path), str(dimension)],
+        [sys.executable, "-m", CHILD_MODULE, *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -5,7 +5,9 @@ engine plans them), flushes and closes it; exit 0 when done. The worker swaps th
 after that.
 
 With ``--compact`` first, the child of an erasure's rewrite of a large shard instead
-(``qdrant_edge.vacuum_shard``, on the shard itself, which the worker has closed meanwhile)."""
+(``qdrant_edge.vacuum_shard``, on the shard itself, which the worker has closed meanwhile); a
+third argument says how many of its points no index covers (a built segment rewritten then
+keeps an index)."""
 
 from __future__ import annotations
 
@@ -18,12 +20,12 @@ from memstream.services.adapters.qdrant_edge import BUILDING, load_shard, vacuum
 def main(argv: list[str]) -> int:
     compact = argv[:1] == ["--compact"]
     args = argv[1:] if compact else argv
-    if len(args) != 2 or not args[1].isdigit():
+    if not 2 <= len(args) <= 2 + compact or not all(a.isdigit() for a in args[1:]):
         name = __spec__.name if __spec__ else __name__
-        print(f"usage: python -m {name} [--compact] SHARD_DIR DIMENSION")
+        print(f"usage: python -m {name} [--compact] SHARD_DIR DIMENSION [UNINDEXED]")
         return 2
     if compact:
-        vacuum_shard(Path(args[0]), int(args[1]))
+        vacuum_shard(Path(args[0]), int(args[1]), int(args[2]) if len(args) > 2 else None)
         return 0
     engine = load_shard(Path(args[0]), int(args[1]), BUILDING)
     try:
