@@ -29,7 +29,7 @@ from memstream.services.adapters.qdrant_edge_build import (
     old_dir,
 )
 from memstream.services.adapters.qdrant_edge_parts import part_dir
-from memstream.services.ports import VectorFilter, VectorPoint
+from memstream.services.ports import AdapterError, VectorFilter, VectorPoint
 
 EVERYTHING = VectorFilter(current_only=False)
 
@@ -227,13 +227,14 @@ async def test_a_deletion_cancels_a_build_and_leaves_no_copy_of_the_point(tmp_pa
     await index.close()
 
 
-async def test_a_large_shards_erasure_is_rewritten_by_a_child_while_other_tenants_are_answered(
+async def test_a_large_shards_erasure_is_rewritten_on_a_copy_while_it_and_others_answer(
     tmp_path: Path,
 ) -> None:
     """The engine holds the GIL through a rewrite (95 s at 10^6 points): done in the worker, no
-    other tenant was answered meanwhile. From ``compact_child_from`` points a child rewrites
-    the shard: another tenant's shard, open or opened now, answers during it; the tenant being
-    rewritten waits and is answered after it, without the erased point."""
+    tenant was answered meanwhile. From ``compact_child_from`` points a child rewrites a copy:
+    another tenant's shard, open or opened now, answers during it, and so does the tenant being
+    rewritten — without the erased point; a point it is written meanwhile is in the shard
+    swapped in, and no byte of the erased one is left in any file."""
     rng, dim = np.random.default_rng(13), 64
     canary = f"canary-{uuid.uuid4()}"
     root = tmp_path / "v"
@@ -248,29 +249,68 @@ async def test_a_large_shards_erasure_is_rewritten_by_a_child_while_other_tenant
     await write(index, "warm", warm)
     assert await index.delete("big", [victim[0].id]) == 1
     rewrite = asyncio.ensure_future(index.compact("big"))
-    answered: list[str] = []
-    for _ in range(2_000):  # the rewrite has closed the shard and started its child
+    for _ in range(2_000):  # the rewrite has copied the shard and started its child
         children = commands(psutil.Process().children())
         if any(CHILD_MODULE in c and "--compact" in c for c in children):
             break
         await asyncio.sleep(0.005)
     else:
         pytest.fail(f"no compaction child was seen: {children}")
-    assert index._compacting and not rewrite.done()
-    waiting = asyncio.ensure_future(index.search("big", victim[0].vector, EVERYTHING, 5))
-    for tenant in ["warm", "cold", "warm", "cold", "warm"]:
-        hits = await index.search(tenant, warm[0].vector, EVERYTHING, 3)
+    assert index._builds[("big", -1)].compact is not None and not index._compacting
+    answered: list[str] = []
+    late = points(rng, 1, dim)
+    await index.upsert("big", late)
+    for tenant in ["warm", "cold", "big", "warm", "big"]:
+        hits = await index.search(
+            tenant, (victim if tenant == "big" else warm)[0].vector, EVERYTHING, 5
+        )
         assert hits
+        if tenant == "big":
+            assert victim[0].id not in {h.id for h in hits}
         if not rewrite.done():
             answered.append(tenant)
-    assert answered == ["warm", "cold", "warm", "cold", "warm"]  # all during the rewrite
-    assert not waiting.done()  # the rewritten tenant waits for its shard
+    assert answered == ["warm", "cold", "big", "warm", "big"]  # all during the rewrite
     await rewrite
-    hits = await waiting
+    assert not index._builds and not build_dir(index.shard_dir("big")).exists()
+    hits = await index.search("big", late[0].vector, EVERYTHING, 1)
+    assert hits[0].id == late[0].id  # written during the rewrite, brought over
+    hits = await index.search("big", victim[0].vector, EVERYTHING, 5)
     assert hits and victim[0].id not in {h.id for h in hits}
-    assert await index.count("big") == 3_000
+    assert await index.count("big") == 3_001
     await index.close()
     assert files_holding(tmp_path, canary.encode()) == []
+
+
+async def test_a_compaction_that_does_not_finish_raises_and_the_next_one_erases(
+    tmp_path: Path,
+) -> None:
+    """A rewrite on a copy given up (here: the index closed while its child runs) raises, so the
+    erasure stays pending; the deleted point is not answered meanwhile, and the next compaction
+    leaves no byte of it."""
+    rng, dim = np.random.default_rng(17), 64
+    canary = f"canary-{uuid.uuid4()}"
+    index = QdrantEdgeIndex(
+        tmp_path / "v", dim, flush_writes=False, build_from=0, compact_child_from=500
+    )
+    victim = points(rng, 1, dim, secret=canary)
+    await write(index, "big", victim + points(rng, 3_000, dim))
+    assert await index.delete("big", [victim[0].id]) == 1
+    rewrite = asyncio.ensure_future(index.compact("big"))
+    for _ in range(2_000):
+        if any("--compact" in c for c in commands(psutil.Process().children())):
+            break
+        await asyncio.sleep(0.005)
+    await index.close()  # gives up the rewrite: its child killed, its copy removed
+    with pytest.raises(AdapterError, match="compaction of the vector shard of tenant 'big'"):
+        await rewrite
+    assert files_holding(tmp_path, canary.encode()) != []  # still in the live shard's files
+    hits = await index.search("big", victim[0].vector, EVERYTHING, 5)
+    assert victim[0].id not in {h.id for h in hits}
+    await index.compact("big")
+    await index.close()
+    assert files_holding(tmp_path, canary.encode()) == []
+    assert await index.count("big") == 3_000
+    await index.close()
 
 
 async def test_close_during_a_build_stops_the_child_and_removes_its_copy(tmp_path: Path) -> None:

@@ -59,7 +59,6 @@ from memstream.services.adapters.qdrant_edge_build import (
     PART_BUILD_FROM,
     PART_BUILD_SHARE,
     build_dir,
-    compact_in_child,
     copy_for_build,
     needs_build,
     recover_swap,
@@ -261,7 +260,11 @@ class _Build:
     touched_lock: threading.Lock = field(default_factory=threading.Lock)
     child: subprocess.Popen[bytes] | None = None
     cancelled: bool = False
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[bool] | None = None
+    # An erasure's rewrite of the copy (``_compact_on_copy``) instead of an index build: the
+    # points outside any index, deleted ones included (set when the copy is made).
+    compact: int | None = None
+    error: str = ""
 
     def add(self, ids: Iterable[str]) -> None:
         with self.touched_lock:
@@ -610,9 +613,10 @@ class QdrantEdgeIndex:
         that held the points plus ≤ 2 WAL segments (64 MiB) — the whole shard (or part) when
         it is one segment, as a shard never optimised is (docs/erasure.md). Crash safety is the
         engine's (a segment is optimised beside the old one and swapped in); an interrupted run
-        is finished by the next one. The shard is closed throughout (its reads and writes wait;
-        other shards' do not), and one of ``COMPACT_CHILD_FROM`` points or more is rewritten by
-        a child process (``_compact_shard``).
+        is finished by the next one. A shard of ``COMPACT_CHILD_FROM`` points or more is
+        rewritten as a copy by a child process while it answers and takes writes, then swapped
+        in (``_compact_on_copy``); a smaller one is closed throughout (its reads and writes
+        wait; other shards' do not).
         """
         await self._cancel_build(tenant_id)
         if not self._parts(tenant_id):
@@ -628,10 +632,17 @@ class QdrantEdgeIndex:
                 set_dirty_parts(path, self._dirty(path) - {part})
 
     async def _compact_shard(self, key: _Key) -> None:
-        """Rewrite the shard at ``key`` (closed meanwhile). Calls for that shard wait for the
-        end (``_shard``); the registry is not held meanwhile, so other tenants' shards open,
-        and a large shard is rewritten by a child process, so this one's threads keep running
-        (``compact_in_child``)."""
+        """Rewrite the shard at ``key``: one of ``compact_child_from`` points or more on a copy
+        while it keeps answering (``_compact_on_copy``), a smaller one in place (closed
+        meanwhile: calls for it wait for the end, ``_shard``; the registry is not held, so
+        other tenants' shards open)."""
+        try:
+            points = await self._run(key, "count", _points, create=False)
+        except _UnknownTenantError:
+            return
+        if points >= self._compact_child_from:
+            await self._compact_on_copy(key)
+            return
         done = asyncio.Event()
         async with self._registry_lock:
             shard = self._shards.pop(key, None)
@@ -650,22 +661,33 @@ class QdrantEdgeIndex:
             del self._compacting[key]
             done.set()
 
+    async def _compact_on_copy(self, key: _Key) -> None:
+        """An erasure's rewrite of a large shard the way an index build goes
+        (``qdrant_edge_build``): under the shard's lock it is flushed and copied (the deleted
+        points are marked deleted in both), a child vacuums the copy (``vacuum_shard``: a built
+        segment keeps its index) while the live shard answers and takes writes, what was
+        written meanwhile is brought over, and the copy takes the live one's place; the old
+        files, which still held the deleted points, are removed. Raises if it did not finish
+        (the erasure stays pending; the next compaction does it again). Not queued behind the
+        builds of other shards: an erasure has a deadline."""
+        await self._cancel_build(key[0])
+        build = self._builds[key] = _Build(compact=0)
+        build.task = asyncio.get_running_loop().create_task(self._build(key, build))
+        if not await asyncio.shield(build.task):
+            raise AdapterError(
+                f"Qdrant Edge compaction of {_named(key)} of tenant {key[0]!r} did not finish"
+                + (f": {build.error}" if build.error else " (given up)")
+            )
+
     def _vacuum(self, key: _Key, shard: _Shard) -> None:
         tenant_id, path = key[0], self._path(key)
         with shard.thread_lock:
             try:
-                info = shard.engine.info()
-                # At most this many points (deleted ones included) in unindexed segments: a
-                # deletion by an earlier process is not counted, and a plain segment holding
-                # one may then be indexed in the rewrite (slower, never less erased).
                 deleted = self._deleted.get(key, 0)
-                unindexed = info.points_count - info.indexed_vectors_count + deleted
+                unindexed = _unindexed(shard.engine.info(), deleted)
                 shard.engine.flush()
                 shard.engine.close()
-                if info.points_count >= self._compact_child_from:
-                    compact_in_child(path, self._dimension, unindexed)
-                else:
-                    vacuum_shard(path, self._dimension, unindexed)
+                vacuum_shard(path, self._dimension, unindexed)
                 if self._deleted.get(key) == deleted:
                     self._deleted.pop(key)
             except Exception as exc:
@@ -995,10 +1017,12 @@ class QdrantEdgeIndex:
             await asyncio.wait(tasks, timeout=left)
         return not self._builds
 
-    async def _build(self, key: _Key, build: _Build) -> None:
-        """Copy the shard, index the copy in a child process, bring over what was written
-        meanwhile, swap it in. Any failure leaves the live shard as it was."""
+    async def _build(self, key: _Key, build: _Build) -> bool:
+        """Copy the shard, index the copy in a child process (or vacuum it: ``build.compact``),
+        bring over what was written meanwhile, swap it in; True once swapped. Any failure
+        leaves the live shard as it was."""
         tenant_id, path = key[0], self._path(key)
+        what = "index build" if build.compact is None else "compaction"
         swapped, phases = False, {"copy_s": 0.0, "child_s": 0.0, "catch_up_s": 0.0, "swap_s": 0.0}
         built: qe.EdgeShard | None = None
         clock = time.monotonic()
@@ -1012,19 +1036,23 @@ class QdrantEdgeIndex:
             engine.flush()
             build.take()  # what is written from now on is not in the copy
             copy_for_build(path)
-            # Not again before as many more are written (if the engine indexed none of them).
-            self._built[key] = int(engine.info().points_count)
+            info = engine.info()
+            if build.compact is not None:  # as ``_vacuum`` counts them
+                build.compact = _unindexed(info, deleted)
+            else:  # not again before as many more are written (if none of them is indexed)
+                self._built[key] = int(info.points_count)
 
+        deleted = self._deleted.get(key, 0)
         try:
-            await self._run(key, "copy for an index build", copy, create=False)
+            await self._run(key, f"copy for a {what}", copy, create=False)
             lap("copy_s")
             if not build.cancelled:
-                build.child = start_child(build_dir(path), self._dimension)
+                build.child = start_child(build_dir(path), self._dimension, build.compact)
                 _, err = await asyncio.to_thread(build.child.communicate)
                 lap("child_s")
                 if build.child.returncode and not build.cancelled:
                     raise AdapterError(
-                        f"the index build exited with {build.child.returncode}: "
+                        f"the {what} exited with {build.child.returncode}: "
                         f"{err.decode(errors='replace').strip()[-500:]}"
                     )
             if not build.cancelled:
@@ -1032,16 +1060,15 @@ class QdrantEdgeIndex:
                 for _ in range(_CATCH_UP_ROUNDS):  # the lock held only to read each round
                     if len(build.touched) <= _CATCH_UP_LAST or build.cancelled:
                         break
-                    taken = await self._run(
-                        key, "index build catch-up", _taker(build), create=False
-                    )
+                    taken = await self._run(key, f"{what} catch-up", _taker(build), create=False)
                     await asyncio.to_thread(_copy_over, built, *taken)
                 lap("catch_up_s")
                 swapped = await self._swap_built(key, build, built)
                 built = None  # closed by the swap
                 lap("swap_s")
-        except Exception as exc:  # the live shard stands; a later write tries again
-            log.warning("indexing %s of tenant %r failed: %s", _named(key), tenant_id, exc)
+        except Exception as exc:  # the live shard stands; a later write (or erasure) tries again
+            build.error = str(exc)
+            log.warning("the %s of %s of tenant %r failed: %s", what, _named(key), tenant_id, exc)
         finally:
             if built is not None:
                 with contextlib.suppress(Exception):
@@ -1053,10 +1080,15 @@ class QdrantEdgeIndex:
                 del self._builds[key]
             if self._waiting and not self._builds:  # the next shard found due meanwhile
                 self._start_build(next(iter(self._waiting)))
-        if swapped:
+        if swapped and build.compact is not None:
+            if self._deleted.get(key) == deleted:
+                self._deleted.pop(key)
+            log.info("compacted %s of tenant %r: %s", _named(key), tenant_id, phases)
+        elif swapped:
             self.builds_finished += 1
             self.last_build = {"points": self._built.get(key, 0), **phases}
             log.info("indexed %s of tenant %r: %s", _named(key), tenant_id, self.last_build)
+        return swapped
 
     async def _swap_built(self, key: _Key, build: _Build, built: qe.EdgeShard) -> bool:
         """Under the registry's lock and the live shard's: the last points written, then the
@@ -1324,6 +1356,18 @@ def load_shard(
     """The shard at ``path`` as a worker opens it (the index build's child loads its copy so,
     with ``BUILDING``)."""
     return qe.EdgeShard.load(str(path), edge_config(dimension, _stored_datatype(path), optimizers))
+
+
+def _points(engine: qe.EdgeShard) -> int:
+    return int(engine.info().points_count)
+
+
+def _unindexed(info: Any, deleted: int) -> int:
+    """At most this many points (deleted ones included) in the shard's unindexed segments, given
+    ``deleted`` deleted since its last compaction (a deletion by an earlier process is not
+    counted: a plain segment holding one may then be indexed in the rewrite — slower, never
+    less erased)."""
+    return int(info.points_count) - int(info.indexed_vectors_count) + deleted
 
 
 def _flush(engine: qe.EdgeShard) -> None:

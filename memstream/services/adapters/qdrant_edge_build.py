@@ -12,7 +12,9 @@ when the child is done those points are copied from the live shard to the built 
 then the last ones under the shard's lock), and the built shard takes the live one's place:
 ``<shard>`` → ``<shard>.old``, ``<shard>.build`` → ``<shard>``, both renames fsynced, then the
 old one removed. One build runs at a time in a worker; shards found due meanwhile wait their
-turn.
+turn. An erasure's rewrite of a large shard goes the same way, the child vacuuming the copy
+instead (not niced, and not queued behind builds): the live shard answers meanwhile, without
+the deleted points, and its files, which still hold them, are removed by the swap.
 
 On disk, whatever a crash interrupts (``recover_swap``, ``discard``): a ``.build`` directory
 is never the truth (its points are a copy, plus writes the live shard also holds) and is
@@ -50,10 +52,11 @@ PART_BUILD_SHARE = 4
 _NICE = 10  # the child yields the cores to the worker's own work
 CHILD_MODULE = "memstream.services.adapters.qdrant_edge_child"
 # An erasure's rewrite of a shard (``QdrantEdgeIndex.compact``) of this many points or more runs
-# in a child process too: the engine holds the GIL through it as through a build (95-109 s at
-# 10^6 points, 8-10 s at 10^5, during which the worker answered no one), while a child costs
-# ~0.6 s to start. Below it the worker rewrites the shard itself (~50-100 µs a point, measured
-# on the 2-core VM): a part of a store split by subject (~31,000 points at 10^6) stays in-process.
+# as a build does, on a copy in a child process, the live shard answering meanwhile: the engine
+# holds the GIL through it (95-109 s at 10^6 points, 8-10 s at 10^5, during which the worker
+# answered no one), while a child costs ~0.6 s to start. Below it the worker rewrites the shard
+# itself, closed (~50-100 µs a point, measured on the 2-core VM): a part of a store split by
+# subject (~31,000 points at 10^6) stays in-process.
 COMPACT_CHILD_FROM = 50_000
 
 
@@ -110,35 +113,19 @@ def swap_in(path: Path) -> None:
     shutil.rmtree(old)
 
 
-def start_child(path: Path, dimension: int) -> subprocess.Popen[bytes]:
-    """The child process that optimises the shard copy at ``path`` (``qdrant_edge_child``)."""
+def start_child(path: Path, dimension: int, compact: int | None = None) -> subprocess.Popen[bytes]:
+    """The child process that optimises the shard copy at ``path`` (``qdrant_edge_child``), or,
+    with ``compact`` (its points outside any index), that rewrites it for an erasure
+    (``qdrant_edge.vacuum_shard``; not niced: an erasure has a deadline)."""
+    what = ["--compact", str(path), str(dimension), str(compact)] if compact is not None else []
     return subprocess.Popen(  # our own interpreter and module, on a path we made
-        [sys.executable, "-m", CHILD_MODULE, str(path), str(dimension)],
+        [sys.executable, "-m", CHILD_MODULE, *(what or [str(path), str(dimension)])],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        preexec_fn=_die_with_parent,  # a prctl and a nice: no lock taken
+        # a prctl and a nice: no lock taken
+        preexec_fn=functools.partial(_die_with_parent, _NICE if compact is None else 0),
     )
-
-
-def compact_in_child(path: Path, dimension: int, unindexed: int) -> None:
-    """Rewrite the closed shard at ``path``, ``unindexed`` of whose points are outside any
-    index, in a child process (``qdrant_edge_child --compact``, ``qdrant_edge.vacuum_shard``)
-    and wait for it. Not niced: an erasure has a deadline. A crash of either leaves what the
-    engine's own crash safety leaves (a segment is rewritten beside the old one and swapped
-    in); the next compaction finishes the work."""
-    args = ["--compact", str(path), str(dimension), str(unindexed)]
-    done = subprocess.run(  # our own interpreter and module, on a path we made
-        [sys.executable, "-m", CHILD_MODULE, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=functools.partial(_die_with_parent, 0),
-        check=False,
-    )
-    if done.returncode != 0:
-        said = " / ".join(done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:])
-        raise RuntimeError(f"the compaction child exited with {done.returncode}: {said}")
 
 
 def _die_with_parent(nice: int = _NICE) -> None:

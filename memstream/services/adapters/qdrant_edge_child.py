@@ -5,9 +5,8 @@ engine plans them), flushes and closes it; exit 0 when done. The worker swaps th
 after that.
 
 With ``--compact`` first, the child of an erasure's rewrite of a large shard instead
-(``qdrant_edge.vacuum_shard``, on the shard itself, which the worker has closed meanwhile); a
-third argument says how many of its points no index covers (a built segment rewritten then
-keeps an index)."""
+(``qdrant_edge.vacuum_shard``, on a copy as for a build); a third argument says how many of
+its points no index covers (a built segment rewritten then keeps an index)."""
 
 from __future__ import annotations
 
