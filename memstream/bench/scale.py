@@ -60,7 +60,7 @@ TENANT = "scale"
 # size: its latency is the same machine's at the same minute, so the growth's own cost can be
 # read apart from the machine's drift over a run of half an hour.
 REFERENCE = "scale-reference"
-ERASE_BESIDE = 3_000  # questions at most asked of the reference tenant during an erasure
+ERASE_BESIDE = 3_000  # questions at most asked during an erasure (the reference tenant, the erased)
 ZIPF_S = 1.1
 
 
@@ -275,9 +275,11 @@ async def _one_size(
     )
     say(f"{size}: erasing one customer ({SUBJECT_MEMORIES} memories) …")
     subject = f"customer:C-{(size - 1) // SUBJECT_MEMORIES - 1}"
-    beside = []  # the reference tenant asked meanwhile: is the worker answering others?
-    if state["reference"]:
-        beside = [(REFERENCE, q) for q in m.questions(ERASE_BESIDE, f"erasure {size}")]
+    # Asked meanwhile, in turn: the reference tenant (is the worker answering others?) and the
+    # tenant erased from (is its shard?).
+    askers = [REFERENCE, TENANT] if state["reference"] else [TENANT]
+    questions = m.questions(ERASE_BESIDE, f"erasure {size}")
+    beside = [(askers[i % len(askers)], q) for i, q in enumerate(questions)]
     figures.update(await m.erase(container, TENANT, subject, beside))
     say(f"{size}: replay into a copy (at most {options.replay_budget_s:.0f} s) …")
     figures["replay_events_per_s"] = await m.replay(

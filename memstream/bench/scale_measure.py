@@ -244,35 +244,37 @@ async def erase(
     beside: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """``memstream forget`` of one customer through the erasure handler, by phase; meanwhile
-    ``beside``'s questions (another tenant's), one every ``BESIDE_EVERY_S`` at most, until it
-    ends: whether the worker answers others while it erases (how many were asked, their p50
-    and the slowest)."""
+    ``beside``'s questions (of another tenant, or of the one erased), one every
+    ``BESIDE_EVERY_S`` at most, until it ends: whether the worker answers others — and the
+    tenant it erases from — while it erases (how many were asked, their p50 and the slowest)."""
     forgetting = asyncio.ensure_future(
         container.forgetter.forget(
             tenant, ErasureScope.entity(tenant, subject), "bench", "bench-admin"
         )
     )
-    waited: list[float] = []
+    waited: dict[bool, list[float]] = {False: [], True: []}  # by: is it the erased tenant?
     for who, text in beside:
         if forgetting.done():
             break
         started = time.perf_counter()
-        waited.append(await ask(container, who, text))
+        waited[who == tenant].append(await ask(container, who, text))
         await asyncio.wait(
             [forgetting], timeout=max(0.0, BESIDE_EVERY_S - (time.perf_counter() - started))
         )
     result = await forgetting
     figures = result.as_dict()
     seconds: dict[str, float] = figures["seconds"]
-    p50, _ = p50_p95(waited)
+    asked: dict[str, float] = {}
+    for own, name in [(False, "beside"), (True, "self")]:
+        asked[f"erase_{name}_asked"] = len(waited[own])
+        asked[f"erase_{name}_p50_ms"] = p50_p95(waited[own])[0]
+        asked[f"erase_{name}_max_ms"] = max(waited[own], default=0.0)
     return {
         "erase_subject_s": sum(seconds.values()),
         "erase_phases_s": seconds,
         "erase_versions": figures["counts"]["versions"],
         "erase_vectors": figures["vectors_deleted"],
-        "erase_beside_asked": len(waited),
-        "erase_beside_p50_ms": p50,
-        "erase_beside_max_ms": max(waited, default=0.0),
+        **asked,
     }
 
 

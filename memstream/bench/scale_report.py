@@ -70,6 +70,11 @@ ROWS: list[tuple[str, str, str]] = [
         "{:.0f} · {:.1f} / {:.1f}",
     ),
     (
+        "  the erased tenant asked meanwhile: questions · p50 / slowest (ms)",
+        "erase_self_asked|erase_self_p50_ms|erase_self_max_ms",
+        "{:.0f} · {:.1f} / {:.1f}",
+    ),
+    (
         "  Redis purge / VACUUM (s)",
         "erase_phases_s.cache_purge|erase_phases_s.vacuum",
         "{:.2f} / {:.2f}",

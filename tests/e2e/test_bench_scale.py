@@ -66,6 +66,11 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         # ... and while the customer is erased: answered meanwhile, each timed.
         assert figures["erase_beside_asked"] >= 1
         assert 0 < figures["erase_beside_p50_ms"] <= figures["erase_beside_max_ms"]
+        # ... in turn with the tenant erased from.
+        asked = figures["erase_beside_asked"]
+        assert figures["erase_self_asked"] in (asked, asked - 1)
+        if figures["erase_self_asked"]:
+            assert 0 < figures["erase_self_p50_ms"] <= figures["erase_self_max_ms"]
 
     tenants = doc["tenants"]
     assert tenants["count"] == 20
