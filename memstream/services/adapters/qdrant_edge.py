@@ -145,7 +145,11 @@ _EVERYDAY = qe.EdgeOptimizersConfig(
 # plain: 20.6 s, 399,970 still indexed, a filtered search of 40 8.2 ms p50 (6.3 before the
 # erasure), against 17.5 s, none indexed and 32.5 ms without (until a build: ~50 s of a child
 # here, ~220 s at 10^6); with 40,000 plain, a threshold under their 30,000 KB indexed them
-# too (+3.5 s). The canary gone in each.
+# too (+3.5 s). The canary gone in each. The count of unindexed points is a floor, though: a
+# payload write to a built point moves it to the appendable segment (copy-on-write) while the
+# engine still counts it indexed, so a plain segment that took many is indexed in the rewrite
+# too (``bench scale``'s shard at 10^6: 351 s, every point indexed after, against 75 s and
+# none indexed without an index; docs/benchmarks.md, "An erasure on a copy").
 def _vacuum_only(indexing_threshold: int = 1 << 40) -> qe.EdgeOptimizersConfig:
     return qe.EdgeOptimizersConfig(
         deleted_threshold=0.0, vacuum_min_vector_number=0, default_segment_number=1 << 20,
@@ -1363,10 +1367,11 @@ def _points(engine: qe.EdgeShard) -> int:
 
 
 def _unindexed(info: Any, deleted: int) -> int:
-    """At most this many points (deleted ones included) in the shard's unindexed segments, given
-    ``deleted`` deleted since its last compaction (a deletion by an earlier process is not
-    counted: a plain segment holding one may then be indexed in the rewrite — slower, never
-    less erased)."""
+    """The points (deleted ones included) in the shard's unindexed segments as the engine's
+    counts show them, given ``deleted`` deleted since its last compaction. A floor: neither a
+    deletion by an earlier process nor a built point a payload write moved to the appendable
+    segment is counted, and a plain segment holding them may then be indexed in the rewrite
+    (slower, never less erased)."""
     return int(info.points_count) - int(info.indexed_vectors_count) + deleted
 
 
