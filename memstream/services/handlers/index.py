@@ -165,10 +165,13 @@ class Indexer:
 
     async def _pass(self, keys: Sequence[tuple[str, str]] | None, limit: int) -> int:
         async with self._reading:
+            # Taken before the read: a pass that finishes while it runs marks its versions
+            # indexed after this read's snapshot, so the read still says they need a vector.
+            in_flight = frozenset(self._embedding)
             tasks = await self._repo.pending_index(keys, limit=limit)
             if not tasks:
                 return 0
-            prepared = await self._prepare(tasks)
+            prepared = await self._prepare(tasks, in_flight)
             try:
                 await self._writing.acquire()  # FIFO: the passes write in the order they read
             except BaseException:
@@ -181,13 +184,16 @@ class Indexer:
             self._writing.release()
         return len(tasks)
 
-    async def _prepare(self, tasks: Sequence[IndexTask]) -> _Pass:
-        """Embed the versions that need a vector, except those a pass before this one is
-        embedding: that pass writes their points first, so this one re-syncs their payloads."""
+    async def _prepare(self, tasks: Sequence[IndexTask], in_flight: frozenset[str]) -> _Pass:
+        """Embed the versions that need a vector, except those a pass before this one was
+        embedding when this one read (``in_flight``) or is now: that pass writes their points
+        first (or, had it failed, the re-sync finds them missing and embeds them), so this one
+        re-syncs their payloads."""
         fresh: list[MemoryVersion] = []
         resync: dict[str, list[MemoryVersion]] = {}
         for task in tasks:
-            if task.needs_vector and task.version.version_id not in self._embedding:
+            vid = task.version.version_id
+            if task.needs_vector and vid not in self._embedding and vid not in in_flight:
                 fresh.append(task.version)
             else:
                 resync.setdefault(task.version.tenant_id, []).append(task.version)
