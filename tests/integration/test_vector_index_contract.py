@@ -174,7 +174,9 @@ async def test_upsert_of_the_same_id_replaces_the_point(
     assert await backend.index.count(tenant) == 1
     [hit] = await backend.index.search(tenant, list(replaced.vector), EVERYTHING, limit=5)
     assert hit.id == original.id
-    assert hit.score == pytest.approx(1.0, abs=1e-5)
+    # Qdrant Edge stores vectors at 16 bits: a point's score against its own vector was off by
+    # up to 1.1e-5 over 120 random unit vectors of this size (with ACORN or without).
+    assert hit.score == pytest.approx(1.0, abs=1e-4)
     assert hit.payload["fact_type"] == "plan"
 
 
