@@ -116,6 +116,31 @@ async def test_reply_round_trip_and_invalidation_by_tenant(cache: RedisCache) ->
     assert cache.errors == {"embedding": 0, "reply": 0}
 
 
+async def test_an_erasures_purge_outlasts_a_pause_longer_than_the_timeout(
+    cache: RedisCache, redis_url: str, namespace: str
+) -> None:
+    """The server pauses every client for 0.6 s, past the cache's 0.25 s timeout (as a busy
+    process misses it): the purge tries again and deletes the tenant's replies all the same."""
+    tenant, other = unique("t-"), unique("t-")
+    await cache.put_reply(tenant, "q", b"erased subject's reply")
+    await cache.put_reply(other, "q", b"kept")
+    admin = redis.Redis.from_url(redis_url)
+    try:
+        admin.execute_command("CLIENT", "PAUSE", 600)
+        started = time.monotonic()
+        assert await cache.purge_tenant(tenant, []) == 1
+        assert time.monotonic() - started >= 0.25  # it did wait out the pause
+        assert [
+            k
+            for k in admin.scan_iter(match=f"{namespace}:reply:*")
+            if b"erased" in (admin.get(k) or b"")
+        ] == []
+    finally:
+        admin.close()
+    assert await cache.get_reply(tenant, "q") is None
+    assert await cache.get_reply(other, "q") == b"kept"
+
+
 async def test_invalidation_of_unknown_tenant_and_race(cache: RedisCache) -> None:
     # Invalidating a tenant with nothing cached is harmless.
     await cache.invalidate_tenant(unique("t-"))

@@ -34,6 +34,7 @@ Must not import ``services.handlers`` nor ``streams``: only the ports, the stdli
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
@@ -58,6 +59,8 @@ KINDS: Final = ("embedding", "reply")
 _WARN_EVERY_S: Final = 30.0
 _GEN_TTL_S: Final = 7 * 86400.0
 _PENDING_MAX: Final = 10_000
+PURGE_TRIES: Final = 4  # an erasure's purge, each try after a pause of PURGE_PAUSE_S x its number
+PURGE_PAUSE_S: Final = 0.25
 _ANY_GEN: Final = "*"
 _OUTAGE: Final = (redis.RedisError, OSError)
 
@@ -231,26 +234,38 @@ class RedisCache:
     async def purge_tenant(self, tenant_id: str, version_ids: Sequence[str]) -> int:
         """Erasure: bump the generation (no reply computed before can be stored after), then
         DELETE every reply key of the tenant (SCAN, every generation); nothing else of a version is
-        cached. Unlike the other calls this one raises ``AdapterError`` on failure."""
+        cached. Unlike the other calls this one raises ``AdapterError`` on failure — after
+        ``PURGE_TRIES`` tries: the client's timeouts are a query's (0.25 s), and a process busy
+        for longer than that (a large shard swapped in) must not leave an erasure pending."""
+        for attempt in range(1, PURGE_TRIES + 1):
+            try:
+                return await self._purge(tenant_id)
+            except (redis.RedisError, OSError) as exc:
+                if attempt == PURGE_TRIES:
+                    raise AdapterError(
+                        f"cannot purge the cached replies of tenant {tenant_id!r} "
+                        f"({attempt} tries): {exc}"
+                    ) from exc
+                log.warning("purging the cached replies of %r: %s; trying again", tenant_id, exc)
+                await asyncio.sleep(PURGE_PAUSE_S * attempt)
+        raise AssertionError("unreachable")
+
+    async def _purge(self, tenant_id: str) -> int:
+        """One try: the generation bumped (again, harmless), then every reply key deleted."""
         tenant_h = _sha(tenant_id)[:32]
         pattern = (
             "".join("\\" + c if c in "\\*?[]" else c for c in self._reply_prefix(tenant_h)) + "*"
         )
-        try:
-            await self._invalidate(keys=[self._gen_key(tenant_h)], args=[self._gen_ms])
-            deleted = 0
-            batch: list[bytes] = []
-            async for key in self._client.scan_iter(match=pattern, count=1000):
-                batch.append(key)
-                if len(batch) >= 500:
-                    deleted += int(await self._client.delete(*batch))
-                    batch = []
-            if batch:
+        await self._invalidate(keys=[self._gen_key(tenant_h)], args=[self._gen_ms])
+        deleted = 0
+        batch: list[bytes] = []
+        async for key in self._client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
                 deleted += int(await self._client.delete(*batch))
-        except (redis.RedisError, OSError) as exc:
-            raise AdapterError(
-                f"cannot purge the cached replies of tenant {tenant_id!r}: {exc}"
-            ) from exc
+                batch = []
+        if batch:
+            deleted += int(await self._client.delete(*batch))
         return deleted
 
     async def close(self) -> None:
