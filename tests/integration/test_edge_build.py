@@ -111,6 +111,48 @@ async def test_a_large_shard_is_indexed_by_a_child_and_answers_as_before(tmp_pat
     await index.close()
 
 
+async def test_points_payload_writes_moved_out_of_the_index_make_a_build_due(
+    tmp_path: Path,
+) -> None:
+    """The engine writes a built point whose payload changes again in the appendable segment,
+    while its count of indexed vectors still counts it: most of a built shard's payloads
+    changed (memories changing state) makes a build due at the next write, and after it the
+    shard is indexed again with every payload as last written."""
+    rng, tenant = np.random.default_rng(13), "acme"
+    index = QdrantEdgeIndex(tmp_path / "v", 384, flush_writes=False, build_from=16_000)
+    batch = points(rng, 20_000, 384)
+    await write(index, tenant, batch)
+    assert await index.builds_done(120) and index.builds_finished == 1
+    [built] = await index._on_each(tenant, "info", lambda _: lambda engine: engine.info())
+    assert built.indexed_vectors_count >= 16_000  # the points the build started from
+    changed = batch[:17_000]
+    for start in range(0, len(changed), 1_000):
+        await index.set_payloads(
+            tenant, [(p.id, {"n": 1}) for p in changed[start : start + 1_000]], durable=False
+        )
+    await index.flush(tenant)
+    [moved] = await index._on_each(tenant, "info", lambda _: lambda engine: engine.info())
+    # The engine's count does not show the move.
+    assert moved.indexed_vectors_count == built.indexed_vectors_count
+    await index.upsert(tenant, points(rng, 1, 384))
+    assert index._builds, "17,000 of 20,001 points out of the index: a build is due"
+    assert await index.builds_done(120) and index.builds_finished == 2
+    await index.close()
+    engine = load_shard(index.shard_dir(tenant), 384)
+    try:
+        info = engine.info()
+        sample = [p.id for p in batch[::500]]
+        stored = {str(r.id): r.payload["n"] for r in engine.retrieve(sample, True, False)}
+    finally:
+        engine.close()
+    assert info.points_count == 20_001 and info.indexed_vectors_count >= 20_000
+    assert stored == {p.id: (1 if i < 17_000 else 0) for i, p in enumerate(batch) if i % 500 == 0}
+    for p in batch[::2_000]:
+        hits = await index.search(tenant, p.vector, EVERYTHING, 10)
+        assert hits[0].id == p.id
+    await index.close()
+
+
 @pytest.mark.parametrize("in_child", [False, True])
 async def test_an_erasure_keeps_a_built_shards_index_and_leaves_plain_points_plain(
     tmp_path: Path, in_child: bool

@@ -116,6 +116,7 @@ _CATCH_UP_LAST = 2_000
 # nearest under the current-version filter were found at 0.90 with the engine's default, 0.98
 # at 256, 0.994 at 512 (1.0 ms a search; measured, qdrant-edge-py 0.9).
 _HNSW_EF = 512
+_SLOW_CALL_S = 1.0  # a call into the engine this long is logged (``_slow``)
 # The HNSW graph: the engine's defaults (m 16, ef_construct 100, full scan under 10,000 KB) but
 # no extra links per payload value (``payload_m`` 0), and filtered searches walk it with ACORN,
 # which looks past neighbours the filter rejects. The engine builds those extra links for every
@@ -333,6 +334,13 @@ class QdrantEdgeIndex:
         # Points deleted here from a shard since its last compaction (``_vacuum``: the engine
         # sizes a segment with its deleted points).
         self._deleted: dict[_Key, int] = {}
+        # Payload writes here to a shard's points since its last build began (``_due``): the
+        # engine writes a point of a built segment again in the appendable one (copy-on-write)
+        # while its count of indexed vectors still counts it — 5,000 payload writes to a built
+        # shard of 20,000 moved 5,000 points, and ``info()`` still said 20,000 indexed
+        # (measured, qdrant-edge-py 0.9). Uncounted, a shard whose memories change state slowly
+        # empties its index into the scanned segment with no build ever due.
+        self._moved: dict[_Key, int] = {}
         # One build at a time: a spill can make most parts due at once, and each child takes
         # a core (niced) besides its copy's disk. The shards found due meanwhile wait here, in
         # order, and the end of a build starts the next (an erasure takes its tenant's out).
@@ -401,6 +409,7 @@ class QdrantEdgeIndex:
                 return False
             self._apply(engine, qe.UpdateOperation.set_payload([pid], dict(payload)))
             self._touch(tenant_id, [pid])
+            self._count_moved(1)
             return True
 
         found = await self._on_each(tenant_id, f"set_payload of {pid}", lambda _: write, until=bool)
@@ -429,6 +438,7 @@ class QdrantEdgeIndex:
                 if pid in found:
                     engine.update(qe.UpdateOperation.set_payload([pid], payload))
             self._touch(tenant_id, found)
+            self._count_moved(len(found))
             if found and self._flush_writes and durable:
                 engine.flush()  # once for the whole batch
             missing.difference_update(found)
@@ -699,10 +709,11 @@ class QdrantEdgeIndex:
         with shard.thread_lock:
             try:
                 deleted = self._deleted.get(key, 0)
-                unindexed = _unindexed(shard.engine.info(), deleted)
+                unindexed = _unindexed(shard.engine.info(), deleted, self._moved.get(key, 0))
                 shard.engine.flush()
                 shard.engine.close()
                 vacuum_shard(path, self._dimension, unindexed)
+                self._moved.pop(key, None)  # the rewrite dropped their old copies: counted
                 if self._deleted.get(key) == deleted:
                     self._deleted.pop(key)
             except Exception as exc:
@@ -985,12 +996,20 @@ class QdrantEdgeIndex:
             for build in builds:
                 build.add(written)
 
+    def _count_moved(self, points: int) -> None:
+        """``points`` payload writes to the shard this thread is calling (``_call``)."""
+        key = getattr(_working, "key", None)
+        if key is not None and points:
+            self._moved[key] = self._moved.get(key, 0) + points
+
     def _due(self, key: _Key, points: int, indexed: int) -> bool:
         """Whether the shard is to be built now: a tenant's one shard from ``build_from``
         unindexed points, a part from ``PART_BUILD_FROM``; a hot shard of a store in parts
         never (a move empties it: it would race the swap)."""
         tenant_id, part = key
-        since = max(indexed, self._built.get(key, 0))
+        # Points a payload write moved out of the index count as unindexed (an upper bound: a
+        # write to a point already outside it, or twice to one, counts too).
+        since = max(indexed, self._built.get(key, 0)) - min(self._moved.get(key, 0), indexed)
         if part != _HOT:
             return needs_build(points, since, self._part_build_from, PART_BUILD_SHARE)
         return (
@@ -1041,6 +1060,7 @@ class QdrantEdgeIndex:
         swapped, phases = False, {"copy_s": 0.0, "child_s": 0.0, "catch_up_s": 0.0, "swap_s": 0.0}
         built: qe.EdgeShard | None = None
         clock = time.monotonic()
+        deleted, moved = self._deleted.get(key, 0), 0
 
         def lap(phase: str) -> None:
             nonlocal clock
@@ -1048,16 +1068,17 @@ class QdrantEdgeIndex:
             phases[phase], clock = now - clock, now
 
         def copy(engine: qe.EdgeShard) -> None:
+            nonlocal moved
             engine.flush()
             build.take()  # what is written from now on is not in the copy
             copy_for_build(path)
             info = engine.info()
+            moved = self._moved.pop(key, 0)  # the copy is built (or vacuumed) whole
             if build.compact is not None:  # as ``_vacuum`` counts them
-                build.compact = _unindexed(info, deleted)
+                build.compact = _unindexed(info, deleted, moved)
             else:  # not again before as many more are written (if none of them is indexed)
                 self._built[key] = int(info.points_count)
 
-        deleted = self._deleted.get(key, 0)
         try:
             await self._run(key, f"copy for a {what}", copy, create=False)
             lap("copy_s")
@@ -1071,7 +1092,9 @@ class QdrantEdgeIndex:
                         f"{err.decode(errors='replace').strip()[-500:]}"
                     )
             if not build.cancelled:
+                loading = time.monotonic()
                 built = await asyncio.to_thread(load_shard, build_dir(path), self._dimension)
+                _slow(f"load of the {what}'s copy of {_named(key)} of {tenant_id!r}", loading)
                 for _ in range(_CATCH_UP_ROUNDS):  # the lock held only to read each round
                     if len(build.touched) <= _CATCH_UP_LAST or build.cancelled:
                         break
@@ -1089,6 +1112,7 @@ class QdrantEdgeIndex:
                 with contextlib.suppress(Exception):
                     built.close()
             if not swapped:
+                self._moved[key] = self._moved.get(key, 0) + moved  # still moved in the live one
                 with contextlib.suppress(OSError):
                     await asyncio.to_thread(discard_build, path)
             if self._builds.get(key) is build:
@@ -1122,6 +1146,7 @@ class QdrantEdgeIndex:
         return True
 
     def _swap_now(self, key: _Key, shard: _Shard, build: _Build, built: qe.EdgeShard) -> None:
+        started = time.monotonic()
         with shard.thread_lock:
             try:
                 _copy_over(built, *_taker(build)(shard.engine))
@@ -1131,6 +1156,7 @@ class QdrantEdgeIndex:
                 shard.engine.flush()
                 shard.engine.close()
             swap_in(self._path(key))
+        _slow(f"swap of {_named(key)} of tenant {key[0]!r}", started)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -1262,7 +1288,9 @@ class QdrantEdgeIndex:
     def _open_and_register(self, key: _Key, create: bool) -> _Shard:
         # Registered from the thread: a caller cancelled meanwhile must not leak an open
         # engine, whose WAL lock would then refuse every later open of this shard.
+        started = time.monotonic()
         engine = self._open(key, create)
+        _slow(f"open of {_named(key)} of tenant {key[0]!r}", started)
         shard = _Shard(engine, key, indexes=len(engine.info().payload_schema))
         self._shards[key] = shard
         self._maps = None
@@ -1382,13 +1410,15 @@ def _points(engine: qe.EdgeShard) -> int:
     return int(engine.info().points_count)
 
 
-def _unindexed(info: Any, deleted: int) -> int:
+def _unindexed(info: Any, deleted: int, moved: int = 0) -> int:
     """The points (deleted ones included) in the shard's unindexed segments as the engine's
-    counts show them, given ``deleted`` deleted since its last compaction. A floor: neither a
-    deletion by an earlier process nor a built point a payload write moved to the appendable
-    segment is counted, and a plain segment holding them may then be indexed in the rewrite
-    (slower, never less erased)."""
-    return int(info.points_count) - int(info.indexed_vectors_count) + deleted
+    counts show them, given ``deleted`` deleted and ``moved`` payload writes (``_moved``) since
+    its last compaction or build: a built point a payload write moved to the appendable
+    segment is still counted indexed. A deletion by an earlier process is not counted, and a
+    plain segment holding such points may then be indexed in the rewrite (slower, never less
+    erased)."""
+    indexed = int(info.indexed_vectors_count)
+    return int(info.points_count) - indexed + deleted + min(moved, indexed)
 
 
 def _flush(engine: qe.EdgeShard) -> None:
@@ -1454,6 +1484,7 @@ def _merged(answers: Mapping[_Key, Sequence[Any]], limit: int) -> list[tuple[str
 def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard], T]) -> T:
     with shard.thread_lock:
         _working.key = shard.key
+        started = time.monotonic()
         try:
             return fn(shard.engine)
         except AdapterError:
@@ -1464,6 +1495,14 @@ def _call(tenant_id: str, what: str, shard: _Shard, fn: Callable[[qe.EdgeShard],
             ) from exc
         finally:
             _working.key = None
+            _slow(f"{what} of {_named(shard.key)} of tenant {tenant_id!r}", started)
+
+
+def _slow(what: str, started: float) -> None:
+    """A warning for a call into the engine that took ``_SLOW_CALL_S`` or more: the engine
+    holds the GIL through some of them, and the worker answers no one meanwhile."""
+    if (took := time.monotonic() - started) >= _SLOW_CALL_S:
+        log.warning("Qdrant Edge %s took %.1f s", what, took)
 
 
 def _close_engine(tenant_id: str, shard: _Shard) -> None:
