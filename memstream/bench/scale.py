@@ -288,8 +288,9 @@ async def _one_size(
     rss, maps = m.rss_and_maps()
     figures["worker_rss_bytes"], figures["worker_maps"] = rss, maps
     state["current"] -= figures["erase_versions"]
+    left = " (left pending: see the log above)" if figures["erase_pending"] else ""
     say(f"{size}: query p95 {figures['query_p95_ms']:.1f} ms · erasure "
-        f"{figures['erase_subject_s']:.2f} s · RSS {rss / 2**20:.0f} MiB")  # fmt: skip
+        f"{figures['erase_subject_s']:.2f} s{left} · RSS {rss / 2**20:.0f} MiB")  # fmt: skip
     return figures
 
 

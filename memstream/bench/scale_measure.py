@@ -274,6 +274,7 @@ async def erase(
         "erase_phases_s": seconds,
         "erase_versions": figures["counts"]["versions"],
         "erase_vectors": figures["vectors_deleted"],
+        "erase_pending": len(figures["pending"]),  # not completed: its phases are not all done
         **asked,
     }
 

@@ -59,6 +59,7 @@ ROWS: list[tuple[str, str, str]] = [
         "{:.2f} · {:.0f} · {:.2%}",
     ),
     ("erasure of one subject, total (s)", "erase_subject_s", "{:.2f}"),
+    ("  erasures left pending (a phase failed: not a complete erasure)", "erase_pending", "{:.0f}"),
     (
         "  transaction / vector delete / compaction (s)",
         "erase_phases_s.postgres|erase_phases_s.vector_delete|erase_phases_s.vector_compaction",

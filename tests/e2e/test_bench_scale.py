@@ -45,6 +45,7 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         assert 0 <= figures["ingest_cpu_ms_outside_model"] <= figures["ingest_cpu_ms_per_event"]
         # One customer is erased at each size: its memories, from Postgres and the shard.
         assert figures["erase_versions"] == figures["erase_vectors"] == 50
+        assert figures["erase_pending"] == 0  # every phase done
         phases = figures["erase_phases_s"]
         assert {"postgres", "vector_delete", "vector_compaction"} <= set(phases)
         assert abs(sum(phases.values()) - figures["erase_subject_s"]) < 1e-6
