@@ -14,7 +14,7 @@ What we found in qdrant-edge-py 0.9.0 (strace and SIGKILL experiments, not only 
   returns without msync/fsync, so a *process* killed right after it loses nothing (the pages
   are in the OS page cache and ``load`` replays the WAL), but an OS crash or power loss can.
   ``flush()`` msyncs/fsyncs the WAL, the segments and every payload index file: 10-60 ms per
-  call on our dev disk with the ten indexes below. Hence ``flush_writes=True`` (the default)
+  call on our dev disk with ten payload indexes. Hence ``flush_writes=True`` (the default)
   flushes after every write, for ~1k points/s in batches of 64 (384-d); ``False`` keeps only
   the process-crash guarantee and reaches ~11k points/s. Both are tested with SIGKILL. A write
   made with ``durable=False`` is not flushed; :meth:`flush` flushes it later (the indexer
@@ -219,15 +219,18 @@ _SEARCH_THREADS = 1
 
 # A shard gets its payload indexes once it holds this many points. Below it a filtered search
 # reads each point's payload (~2.3 µs a point: 1,000 points 2-4 ms), the shard holds 12-17
-# memory maps and loads in 4-11 ms; with the ten indexes 103-105 maps and 30-40 ms (measured,
+# memory maps and loads in 4-11 ms; with ten indexes 103-105 maps and 30-40 ms (measured,
 # qdrant-edge-py 0.9, one search thread). So a small tenant costs a sixth of the maps, as many
 # more stay open, and one reopened costs less; a large one is indexed (160 ms at 2,000 points,
 # once).
 INDEX_FROM_POINTS = 1_000
 
+# ``memory_key`` is not indexed: no search filters on it, and its keyword index (one value per
+# memory) is held in RAM and rebuilt at every load, which holds the GIL: a built shard of
+# 300,000 points loaded in 1.6 s without it against 2.4 s with it (measured, qdrant-edge-py
+# 0.9). A shard indexed before keeps it.
 PAYLOAD_INDEXES: tuple[tuple[str, qe.PayloadSchemaType], ...] = (
     ("tenant_id", qe.PayloadSchemaType.Keyword),
-    ("memory_key", qe.PayloadSchemaType.Keyword),
     ("is_current", qe.PayloadSchemaType.Bool),
     ("anchors", qe.PayloadSchemaType.Keyword),
     ("fact_type", qe.PayloadSchemaType.Keyword),

@@ -55,9 +55,9 @@ _TRANSIENT_GRPC = frozenset(
     }
 )
 
+# As ``qdrant_edge.PAYLOAD_INDEXES``: ``memory_key`` is not indexed (no search filters on it).
 PAYLOAD_INDEXES: tuple[tuple[str, qm.PayloadSchemaType], ...] = (
     ("tenant_id", qm.PayloadSchemaType.KEYWORD),
-    ("memory_key", qm.PayloadSchemaType.KEYWORD),
     ("is_current", qm.PayloadSchemaType.BOOL),
     ("anchors", qm.PayloadSchemaType.KEYWORD),
     ("fact_type", qm.PayloadSchemaType.KEYWORD),
