@@ -157,11 +157,12 @@ _EVERYDAY = qe.EdgeOptimizersConfig(
 # plain: 20.6 s, 399,970 still indexed, a filtered search of 40 8.2 ms p50 (6.3 before the
 # erasure), against 17.5 s, none indexed and 32.5 ms without (until a build: ~50 s of a child
 # here, ~220 s at 10^6); with 40,000 plain, a threshold under their 30,000 KB indexed them
-# too (+3.5 s). The canary gone in each. The count of unindexed points is a floor, though: a
+# too (+3.5 s). The canary gone in each. The engine's count of unindexed points is a floor: a
 # payload write to a built point moves it to the appendable segment (copy-on-write) while the
-# engine still counts it indexed, so a plain segment that took many is indexed in the rewrite
+# engine still counts it indexed, so a plain segment that took many was indexed in the rewrite
 # too (``bench scale``'s shard at 10^6: 351 s, every point indexed after, against 75 s and
-# none indexed without an index; docs/benchmarks.md, "An erasure on a copy").
+# none indexed without an index; docs/benchmarks.md, "An erasure on a copy"). Such writes are
+# counted since (``_moved``, ``_unindexed``).
 def _vacuum_only(indexing_threshold: int = 1 << 40) -> qe.EdgeOptimizersConfig:
     return qe.EdgeOptimizersConfig(
         deleted_threshold=0.0, vacuum_min_vector_number=0, default_segment_number=1 << 20,
@@ -337,12 +338,12 @@ class QdrantEdgeIndex:
         # Points deleted here from a shard since its last compaction (``_vacuum``: the engine
         # sizes a segment with its deleted points).
         self._deleted: dict[_Key, int] = {}
-        # Payload writes here to a shard's points since its last build began (``_due``): the
-        # engine writes a point of a built segment again in the appendable one (copy-on-write)
-        # while its count of indexed vectors still counts it — 5,000 payload writes to a built
-        # shard of 20,000 moved 5,000 points, and ``info()`` still said 20,000 indexed
-        # (measured, qdrant-edge-py 0.9). Uncounted, a shard whose memories change state slowly
-        # empties its index into the scanned segment with no build ever due.
+        # Payload writes here to a shard's points since its last build or compaction (``_due``,
+        # ``_unindexed``): the engine writes a point of a built segment again in the appendable
+        # one (copy-on-write) while its count of indexed vectors still counts it — 5,000
+        # payload writes to a built shard of 20,000 moved 5,000 points, and ``info()`` still
+        # said 20,000 indexed (measured, qdrant-edge-py 0.9). Uncounted, a shard whose memories
+        # change state slowly empties its index into the scanned segment with no build due.
         self._moved: dict[_Key, int] = {}
         # One build at a time: a spill can make most parts due at once, and each child takes
         # a core (niced) besides its copy's disk. The shards found due meanwhile wait here, in
@@ -735,6 +736,9 @@ class QdrantEdgeIndex:
                     shard.closed = True
                     await asyncio.to_thread(_close_engine, tenant_id, shard)
             self._split.pop(tenant_id, None)
+            for counts in (self._built, self._deleted, self._moved):  # a new store starts afresh
+                for key in [k for k in counts if k[0] == tenant_id]:
+                    del counts[key]
             await asyncio.to_thread(_remove_dir, tenant_id, path)
 
     async def close(self) -> None:
@@ -1083,7 +1087,7 @@ class QdrantEdgeIndex:
                 self._built[key] = int(info.points_count)
 
         try:
-            await self._run(key, f"copy for a {what}", copy, create=False)
+            await self._run(key, f"copy for the {what}", copy, create=False)
             lap("copy_s")
             if not build.cancelled:
                 build.child = start_child(build_dir(path), self._dimension, build.compact)
