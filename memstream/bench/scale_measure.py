@@ -262,6 +262,9 @@ async def erase(
             [forgetting], timeout=max(0.0, BESIDE_EVERY_S - (time.perf_counter() - started))
         )
     result = await forgetting
+    after = time.perf_counter()  # the worker's VACUUM follows the completed erasure
+    await container.forgetter.vacuumed()
+    vacuum_after = time.perf_counter() - after
     figures = result.as_dict()
     seconds: dict[str, float] = figures["seconds"]
     asked: dict[str, float] = {}
@@ -272,6 +275,7 @@ async def erase(
     return {
         "erase_subject_s": sum(seconds.values()),
         "erase_phases_s": seconds,
+        "erase_vacuum_after_s": vacuum_after,
         "erase_versions": figures["counts"]["versions"],
         "erase_vectors": figures["vectors_deleted"],
         "erase_pending": len(figures["pending"]),  # not completed: its phases are not all done

@@ -76,8 +76,8 @@ ROWS: list[tuple[str, str, str]] = [
         "{:.0f} · {:.1f} / {:.1f}",
     ),
     (
-        "  Redis purge / VACUUM (s)",
-        "erase_phases_s.cache_purge|erase_phases_s.vacuum",
+        "  Redis purge / VACUUM, after it is complete (s)",
+        "erase_phases_s.cache_purge|erase_vacuum_after_s",
         "{:.2f} / {:.2f}",
     ),
     ("replay from the ledger, no vectors (events/s)", "replay_events_per_s", "{:.0f}"),
@@ -225,6 +225,7 @@ PLOTS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
             ("total", "erase_subject_s"),
             ("compaction", "erase_phases_s.vector_compaction"),
             ("transaction", "erase_phases_s.postgres"),
+            ("VACUUM, after it", "erase_vacuum_after_s"),
         ],
     ),
     (

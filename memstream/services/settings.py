@@ -117,7 +117,7 @@ ENVIRONMENT: tuple[tuple[str, str, str], ...] = (
         "max_open_shards",
         "Qdrant Edge shards a process keeps open (0: derived from map count and RAM)",
     ),
-    ("MEMSTREAM_VECTOR_PARTS", "vector_parts", "Qdrant Edge parts by subject (0: off; e.g. 32)"),
+    ("MEMSTREAM_VECTOR_PARTS", "vector_parts", "Qdrant Edge parts by subject (0: off; 16)"),
     ("MEMSTREAM_VECTOR_BUILD_FROM", "vector_build_from", "HNSW build from N unindexed (0: off)"),
     (
         "MEMSTREAM_EMBED_THREADS",
@@ -199,7 +199,9 @@ class Settings:
     log_level: str = "warn"
     rescore_seconds: int = 60
     max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
-    vector_parts: int = 0  # 0: one Qdrant Edge shard a tenant (adapters.qdrant_edge_parts)
+    # A tenant's Qdrant Edge shard moves to this many parts by subject from 20,000 points, so
+    # an erasure rewrites one part (adapters.qdrant_edge_parts); 0: one shard a tenant.
+    vector_parts: int = 16
     vector_build_from: int = 50_000  # 0: never (adapters.qdrant_edge_build)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2
@@ -288,7 +290,7 @@ class Settings:
             web_port=integer("MEMSTREAM_WEB_PORT", 6066, 0, 65535),
             rescore_seconds=integer("MEMSTREAM_RESCORE_SECONDS", 60, 1, 86_400),
             max_open_shards=integer("MEMSTREAM_MAX_OPEN_SHARDS", 0, 0, 100_000),
-            vector_parts=vector_parts(integer("MEMSTREAM_VECTOR_PARTS", 0, 0, 256)),
+            vector_parts=vector_parts(integer("MEMSTREAM_VECTOR_PARTS", 16, 0, 256)),
             vector_build_from=integer("MEMSTREAM_VECTOR_BUILD_FROM", 50_000, 0, 10**9),
             fetch_wait_ms=integer("MEMSTREAM_FETCH_WAIT_MS", 10, 2, 1_500),
             fetch_wait_active_ms=integer("MEMSTREAM_FETCH_WAIT_ACTIVE_MS", 2, 2, 1_500),

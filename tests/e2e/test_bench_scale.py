@@ -49,6 +49,8 @@ def test_a_small_scale_run_prints_the_document_and_plots_the_curves(tmp_path: Pa
         phases = figures["erase_phases_s"]
         assert {"postgres", "vector_delete", "vector_compaction"} <= set(phases)
         assert abs(sum(phases.values()) - figures["erase_subject_s"]) < 1e-6
+        # The worker VACUUMs after the erasure is complete: timed apart, not in its total.
+        assert "vacuum" not in phases and figures["erase_vacuum_after_s"] > 0
         # The pass ends when nothing is due; it reads only the versions whose state the clock
         # changed (open complaints past the escalation delay, expiries), not every version.
         assert not figures["rescore_extrapolated"]

@@ -9,15 +9,17 @@ Qdrant Edge shard, any Redis key or value, or any reply; the other subject is un
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from memstream.services.adapters.embedding import SentenceTransformerEmbedder
-from memstream.services.adapters.postgres_erasure import PostgresErasure
+from memstream.services.adapters.postgres_erasure import TOUCHED_TABLES, PostgresErasure
 from memstream.services.domain.erasure import ErasureScope, erasure_id_of_event
 from tests.integration.erasure_kit import (
     Subject,
@@ -203,3 +205,41 @@ async def test_the_query_log_of_the_subject_is_redacted_and_a_lookalike_id_is_no
         )
     )
     assert rows == {mine["request_id"]: None, lookalike["request_id"]: s.id + "0"}
+
+
+async def test_the_worker_says_an_erasure_is_complete_without_waiting_for_its_vacuum(
+    world: World,
+) -> None:
+    """The VACUUM after an erasure removes nothing readable (and no bytes: docs/erasure.md),
+    so the worker's erasure is complete and answered first; the VACUUM follows, after it."""
+    s = Subject(world.tenant)
+    await plant(world, s)
+    forgetter = world.container.forgetter
+    before = forgetter.vacuums
+    dsn = world.settings.postgres_dsn or ""
+    with psycopg.connect(dsn) as holder:  # a transaction holding what VACUUM needs, not writes
+        holder.execute(f"LOCK TABLE {TOUCHED_TABLES[0]} IN SHARE UPDATE EXCLUSIVE MODE")
+        result = await asyncio.wait_for(
+            forgetter.forget(world.tenant, f"entity:{s.entity}", REASON, ADMIN), 120
+        )
+        assert result.completed == (result.erasure_id,) and not result.pending
+        assert "vacuum" not in result.seconds and "vector_compaction" in result.seconds
+        [entry] = await PostgresErasure(world.container.repo.pool).log(world.tenant)
+        assert entry["completed_at"] is not None
+        for _ in range(100):  # the VACUUM started and waits for the lock
+            waiting = world.sql(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE query LIKE 'VACUUM%%' AND wait_event_type = 'Lock'"
+            )
+            if waiting[0][0]:
+                break
+            await asyncio.sleep(0.1)
+        assert waiting[0][0] == 1 and forgetter.vacuums == before
+        holder.rollback()
+    await asyncio.wait_for(forgetter.vacuumed(), 120)
+    assert forgetter.vacuums == before + 1
+    [[analyzed]] = world.sql(
+        "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables"
+        " WHERE relid = %s::regclass", TOUCHED_TABLES[-1]
+    )  # fmt: skip
+    assert analyzed

@@ -94,6 +94,8 @@ class Container:
 
     async def close(self) -> None:
         await self.indexer.stop()
+        with contextlib.suppress(Exception):
+            await self.forgetter.close()  # a VACUUM after an erasure, if one runs
         if self.nonces is not None:
             with contextlib.suppress(Exception):
                 await self.nonces.close()
@@ -225,7 +227,9 @@ async def build(
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
-    forgetter = Forgetter(PostgresErasure(repo.pool), index, cache, clock, writes=writes)
+    forgetter = Forgetter(  # its VACUUM after the reply: the erasure is complete before it
+        PostgresErasure(repo.pool), index, cache, clock, vacuum="background", writes=writes
+    )
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
