@@ -101,6 +101,8 @@ def cell(figures: dict[str, Any], keys: str, fmt: str) -> str:
     text = fmt.format(*values)
     if keys.startswith("rescore_pass") and figures.get("rescore_extrapolated"):
         text += " (extrapolated)"
+    if keys.startswith("rescore_next") and figures.get("rescore_extrapolated"):
+        text += " (the catch-up's rest, not the timer's cost once caught up)"
     return text
 
 

@@ -4,7 +4,7 @@ The engine places a point in the segment that is appendable when it is written a
 splits a segment, so a shard that is never optimised is one segment, and an erasure's vacuum
 rewrites all of it: 95 s for one customer in a tenant of 10^6 memories (docs/erasure.md).
 
-So, when a deployment turns parts on (``MEMSTREAM_VECTOR_PARTS``, e.g. 32), a tenant's store
+So, with parts on (``MEMSTREAM_VECTOR_PARTS``: 16 by default, 0 off), a tenant's store
 is a *hot* shard (``<root>/<slug>/``), which every write goes to, and, once the hot shard has
 held ``SPLIT_FROM`` points, that many parts (``<slug>/parts/NNN/``):
 each time the hot shard reaches ``SPLIT_FROM`` points they are moved ("spilled") to the part of

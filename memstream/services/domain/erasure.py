@@ -203,7 +203,7 @@ class ErasureResult:
     digests: Mapping[str, str] = field(default_factory=dict)  # version_id → content digest
     vectors_deleted: int = 0
     cache_keys_deleted: int = 0
-    completed: tuple[str, ...] = ()  # erasure ids whose vectors/caches/VACUUM finished now
+    completed: tuple[str, ...] = ()  # erasure ids whose vectors and caches finished now
     pending: tuple[str, ...] = ()  # erasure ids still waiting for vectors/caches (see error)
     error: str | None = None
     seconds: Mapping[str, float] = field(default_factory=dict)  # per phase, as measured

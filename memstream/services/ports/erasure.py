@@ -15,7 +15,7 @@ from memstream.services.domain.erasure import ErasureResult, ErasureScope
 
 @dataclass(frozen=True, slots=True)
 class PendingErasure:
-    """An erasure committed in Postgres whose vectors, caches or VACUUM are not done yet."""
+    """An erasure committed in Postgres whose vectors or caches are not done yet."""
 
     erasure_id: str
     tenant_id: str
