@@ -393,6 +393,38 @@ async def test_set_payloads_updates_many_and_reports_the_missing(
     assert await backend.index.set_payloads(new_tenant(), [(ghost, {"x": 1})]) == {ghost}
 
 
+async def test_set_payloads_applies_a_points_updates_in_their_order(
+    backend: Backend, rng: np.random.Generator
+) -> None:
+    """Several updates of one point in one call read as if applied one after the other, and
+    points given the same payload each get it (Qdrant Edge writes them as one operation)."""
+    tenant = new_tenant()
+    points = [point(unit(rng), memory_key=f"mk-{i}", content_hash=str(i)) for i in range(6)]
+    await backend.index.upsert(tenant, points)
+    first, second, *rest = points
+    missing = await backend.index.set_payloads(
+        tenant,
+        [
+            (first.id, {"effective_status": "open", "fact_type": "complaint"}),
+            *((p.id, {"effective_status": "escalated"}) for p in rest),
+            (first.id, {"effective_status": "resolved"}),  # the later value wins
+            (second.id, {"fact_type": "note"}),
+            (second.id, {"effective_status": "open", "fact_type": None}),  # None: key removed
+        ],
+    )
+    assert missing == set()
+    hits = await backend.index.search(tenant, list(first.vector), VectorFilter(), 6)
+    payloads = {h.id: h.payload for h in hits}
+    assert len(payloads) == 6
+    assert payloads[first.id]["effective_status"] == "resolved"
+    assert payloads[first.id]["fact_type"] == "complaint"
+    assert payloads[second.id]["effective_status"] == "open"
+    assert payloads[second.id].get("fact_type") is None
+    for p in rest:
+        assert payloads[p.id]["effective_status"] == "escalated"
+        assert payloads[p.id]["content_hash"] == p.payload["content_hash"]  # merged, not replaced
+
+
 async def test_writes_left_to_one_flush_read_as_any_other(
     backend: Backend, rng: np.random.Generator
 ) -> None:

@@ -430,17 +430,25 @@ class QdrantEdgeIndex:
     ) -> set[str]:
         if not updates:
             return set()
-        checked = [(canonical_id(tenant_id, pid), dict(payload)) for pid, payload in updates]
-        missing = {pid for pid, _ in checked}
+        # One payload a point (a later update of the same point merged over an earlier one, as
+        # applying both in turn would leave it), then one engine operation per distinct payload:
+        # a rescoring batch sets a few values on thousands of points.
+        merged: dict[str, dict[str, Any]] = {}
+        for pid, payload in updates:
+            merged.setdefault(canonical_id(tenant_id, pid), {}).update(payload)
+        missing = set(merged)
 
         def write(engine: qe.EdgeShard) -> bool:
             """In each shard in turn, the hot one first (one thread: ``_on_all``)."""
             if not missing:
                 return False
             found = {str(r.id) for r in engine.retrieve(list(missing), False, False)}
-            for pid, payload in checked:
-                if pid in found:
-                    engine.update(qe.UpdateOperation.set_payload([pid], payload))
+            same: dict[str, tuple[dict[str, Any], list[str]]] = {}
+            for pid in found:
+                payload = merged[pid]
+                same.setdefault(repr(sorted(payload.items())), (payload, []))[1].append(pid)
+            for payload, pids in same.values():
+                engine.update(qe.UpdateOperation.set_payload(pids, payload))
             self._touch(tenant_id, found)
             self._count_moved(len(found))
             if found and self._flush_writes and durable:
@@ -448,7 +456,7 @@ class QdrantEdgeIndex:
             missing.difference_update(found)
             return bool(found)
 
-        what = f"set_payloads of {len(checked)}"
+        what = f"set_payloads of {len(merged)}"
         for key, wrote in await self._on_all(tenant_id, what, write):
             if wrote and not durable and (shard := self._shards.get(key)) is not None:
                 shard.unflushed = True  # for ``flush`` (one closed since was flushed by it)
