@@ -443,7 +443,7 @@ class QdrantEdgeIndex:
             if not missing:
                 return False
             found = {str(r.id) for r in engine.retrieve(list(missing), False, False)}
-            same: dict[str, tuple[dict[str, Any], list[str]]] = {}
+            same: dict[str, tuple[dict[str, Any], list[Any]]] = {}
             for pid in found:
                 payload = merged[pid]
                 same.setdefault(repr(sorted(payload.items())), (payload, []))[1].append(pid)
