@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -152,6 +153,20 @@ async def test_a_reply_shows_the_recency_of_its_now_however_long_ago_it_was_resc
         await local.stop()
 
 
+class FlushesCounted:
+    """The real vector index, its flushes counted."""
+
+    def __init__(self, index: Any) -> None:
+        self._index, self.flushes = index, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    async def flush(self, tenant_id: str) -> None:
+        self.flushes.append(tenant_id)
+        await self._index.flush(tenant_id)
+
+
 async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
     fresh_pg_dsn: str, tmp_path: Path, tenant: str
 ) -> None:
@@ -188,10 +203,16 @@ async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
             announced.append(version.memory_key)
 
         c = local.container
-        rescorer = Rescorer(c.rules, c.index, announce, clock, batch=4)
+        index = FlushesCounted(c.index)
+        rescorer = Rescorer(c.rules, index, announce, clock, batch=4)
         clock.now = start + timedelta(hours=50)
         report = await rescorer.catch_up(timedelta(minutes=1))
         assert (report.examined, report.changed, report.runs) == (11, 11, 3)
+        # Its three runs' payload writes made durable by one flush, at its end.
+        assert index.flushes == [tenant]
+        hits = await c.index.search(tenant, [1.0] + [0.0] * 383, VectorFilter(), 40)
+        escalated = [h for h in hits if h.payload.get("effective_status") == "escalated"]
+        assert len(escalated) == 11
         assert sorted(announced) == sorted(f"complaint:{i}@{start.isoformat()}" for i in range(11))
         assert (await rescorer.catch_up(timedelta(minutes=1))).examined == 0
         # The budget bounds it: one run, then the rest waits for the next tick.
