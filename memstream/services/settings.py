@@ -199,9 +199,7 @@ class Settings:
     log_level: str = "warn"
     rescore_seconds: int = 60
     max_open_shards: int = 0  # 0: derived (adapters.shard_budget)
-    # A tenant's Qdrant Edge shard moves to this many parts by subject from 20,000 points, so
-    # an erasure rewrites one part (adapters.qdrant_edge_parts); 0: one shard a tenant.
-    vector_parts: int = 16
+    vector_parts: int = 16  # Qdrant Edge parts by subject from 20,000 points (qdrant_edge_parts)
     vector_build_from: int = 50_000  # 0: never (adapters.qdrant_edge_build)
     fetch_wait_ms: int = 10
     fetch_wait_active_ms: int = 2

@@ -227,9 +227,8 @@ async def build(
     indexer.start()
     assert settings.redis_url is not None, "build() needs resolved settings: redis_url is unset"
     cache = RedisCache.from_url(settings.redis_url)
-    forgetter = Forgetter(  # its VACUUM after the reply: the erasure is complete before it
-        PostgresErasure(repo.pool), index, cache, clock, vacuum="background", writes=writes
-    )
+    erasure = PostgresErasure(repo.pool)  # its VACUUM after the completed erasure's reply
+    forgetter = Forgetter(erasure, index, cache, clock, vacuum="background", writes=writes)
     metrics.watch_cache(
         lambda: {
             "hit": cache.hits,
