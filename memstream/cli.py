@@ -176,7 +176,14 @@ def _parser() -> _Parser:
     scale.add_argument(
         "--sizes",
         default="10000,100000,1000000",
-        help="memories (default 10000,100000,1000000: ~15 min on 2 quiet cores, 2.8 GB RSS)",
+        help="memories (default 10000,100000,1000000: 21-60 min on 2 cores, ~5 GB RSS)",
+    )
+    scale.add_argument(
+        "--rescore-budget",
+        type=float,
+        default=900.0,
+        help="seconds the rescoring catch-up of each size may take (900: it must end for the "
+        "next pass to be the timer's steady cost)",
     )
     scale.add_argument("--tenants", type=int, default=1000, help="small tenants (default 1000)")
     scale.add_argument("--scale-questions", type=int, default=100, help="per figure (100)")

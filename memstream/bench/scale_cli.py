@@ -25,10 +25,15 @@ def sizes(listed: str) -> tuple[int, ...]:
 
 
 def bench_scale_cli(args: Any) -> int:
-    if args.tenants < 0 or args.scale_questions < 2:
-        raise SystemExit("memstream bench scale: --tenants ≥ 0 and --scale-questions ≥ 2")
+    if args.tenants < 0 or args.scale_questions < 2 or not args.rescore_budget > 0:
+        raise SystemExit(
+            "memstream bench scale: --tenants ≥ 0, --scale-questions ≥ 2, --rescore-budget > 0"
+        )
     options = ScaleOptions(
-        sizes=sizes(args.sizes), tenants=args.tenants, questions=args.scale_questions
+        sizes=sizes(args.sizes),
+        tenants=args.tenants,
+        questions=args.scale_questions,
+        rescore_budget_s=args.rescore_budget,
     )
     # With --json, stdout carries the document alone: the progress goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
