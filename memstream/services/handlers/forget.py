@@ -52,7 +52,7 @@ class Forgetter:
         cache: Cache,
         clock: Callable[[], datetime],
         *,
-        vacuum: Literal["inline", "background", "off"] = "inline",
+        vacuum: Literal["inline", "background"] = "inline",
         writes: asyncio.Lock | None = None,
     ) -> None:
         self._repo = repo
@@ -160,7 +160,7 @@ class Forgetter:
         if self._vacuum == "inline":
             await self._vacuum_once()
             phase("vacuum")
-        elif self._vacuum == "background":
+        else:
             self._schedule_vacuum()
         return dataclasses.replace(
             result,
