@@ -154,22 +154,24 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
     cache = VectorCache(model, pool, await asyncio.to_thread(model.embed_sync, pool))
     empty_db = bootstrap.database_bytes(settings.postgres_dsn)
     rss0, maps0 = m.rss_and_maps()
-    container = await bootstrap.build(settings, SilentSink(), embedder=cache)
+    clock = m.Clock()
+    container = await bootstrap.build(settings, SilentSink(), embedder=cache, clock=clock)
     cpu = m.Cpu(data_dir)
     writer = Writer(container.ingestor, container.indexer, lanes=options.lanes)
+    timer = m.Timer(container, clock)
     sizes: list[dict[str, Any]] = []
     reference = min(options.sizes) if len(options.sizes) > 1 else 0
     try:
         if reference:
             say(f"the reference tenant: {reference} memories …")
             await writer.write(memory_events(REFERENCE, 0, reference, pool, datetime.now(UTC)))
-            await m.catch_up(container, cpu, settings.rescore_seconds, options.rescore_budget_s)
+            await m.catch_up(timer, cpu, settings.rescore_seconds, options.rescore_budget_s)
             empty_db = bootstrap.database_bytes(settings.postgres_dsn)  # the grown tenant's own
         # m:0 … m:built-1 written; current versions held; the reference tenant's size (0: none)
         state = {"built": 0, "current": 0, "reference": reference}
         for n, size in enumerate(sorted(options.sizes)):
-            sizes.append(await _one_size(settings, container, writer, cpu, options, n, state, size,
-                                         pool, model_ms, empty_db))  # fmt: skip
+            sizes.append(await _one_size(settings, container, writer, cpu, timer, options, n,
+                                         state, size, pool, model_ms, empty_db))  # fmt: skip
         tenants = await _tenants(container, options, pool)
         # The index's own budget (what it enforced); another index's would count more maps.
         budget = getattr(container.index, "budget", None) or bootstrap.shard_budget(
@@ -209,9 +211,8 @@ async def _run(settings: Settings, options: ScaleOptions, data_dir: Path) -> dic
 
 async def _one_size(
     settings: Settings, container: bootstrap.Container, writer: Writer, cpu: m.Cpu,
-    options: ScaleOptions, n: int, state: dict[str, int], size: int, pool: list[str],
-    model_ms: float,
-    empty_db: int,
+    timer: m.Timer, options: ScaleOptions, n: int, state: dict[str, int], size: int,
+    pool: list[str], model_ms: float, empty_db: int,
 ) -> dict[str, Any]:  # fmt: skip
     assert settings.postgres_dsn is not None
     figures: dict[str, Any] = {"memories": size}
@@ -271,7 +272,7 @@ async def _one_size(
     say(f"{size}: rescoring, catching up (at most {options.rescore_budget_s:.0f} s), next pass …")
     figures.update(
         await m.rescore(
-            container, cpu, settings.rescore_seconds, options.rescore_budget_s, current, 2 * n + 1
+            timer, cpu, settings.rescore_seconds, options.rescore_budget_s, current, 2 * n + 1
         )
     )
     say(f"{size}: erasing one customer ({SUBJECT_MEMORIES} memories) …")

@@ -178,10 +178,31 @@ async def queries_under_ingest(
     return times
 
 
+class Clock:
+    """The bench's clock, the worker's (``bootstrap.build``'s) and its rescoring timer's: the
+    wall clock and a lead each rescoring pass moves on (``pass_number`` periods and a second),
+    never back — versions are recorded on the same clock the timer reads, as in the worker."""
+
+    def __init__(self) -> None:
+        self.lead = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.lead
+
+
+class Timer:
+    """The worker's rescoring timer over the bench's stores: one ``Rescorer`` for the whole run,
+    as the worker holds one (after a complete pass, a pass reads only what fell due or was
+    recorded since it began), on the bench's ``Clock``."""
+
+    def __init__(self, container: bootstrap.Container, clock: Clock) -> None:
+        self.clock = clock
+        self.rescorer = Rescorer(container.rules, container.index, SilentSink().scored, clock)
+
+
 async def rescore(
-    container: bootstrap.Container, cpu: Cpu, period_s: int, budget_s: float, current: int,
-    passes: int = 1,
-) -> dict[str, Any]:  # fmt: skip
+    timer: Timer, cpu: Cpu, period_s: int, budget_s: float, current: int, passes: int = 1
+) -> dict[str, Any]:
     """The rescoring timer twice, a period apart: the versions whose state the clock changed
     since their last scoring (escalations, expiries: ``Rescorer``).
 
@@ -192,10 +213,10 @@ async def rescore(
     period once it has caught up: its CPU (worker + PostgreSQL) per period is the core share.
     ``passes``: the passes this run made before, so each pass's clock is a period past the
     last one's."""
-    first = await _pass(container, cpu, passes, period_s, budget_s)
+    first = await _pass(timer, cpu, passes, period_s, budget_s)
     complete = first["examined"] >= current or first["seconds"] < budget_s
     scale = 1.0 if complete or not first["examined"] else current / first["examined"]
-    later = await _pass(container, cpu, passes + 1, period_s, budget_s)
+    later = await _pass(timer, cpu, passes + 1, period_s, budget_s)
     return {
         "rescore_rows": first["examined"] if complete else current,
         "rescore_rows_measured": first["examined"],
@@ -209,19 +230,17 @@ async def rescore(
     }
 
 
-async def catch_up(
-    container: bootstrap.Container, cpu: Cpu, period_s: int, budget_s: float
-) -> None:
+async def catch_up(timer: Timer, cpu: Cpu, period_s: int, budget_s: float) -> None:
     """A rescoring pass at the clock's present (before any measured pass): what a store
     written before the measurements has due is scored, and is not counted in them."""
-    await _pass(container, cpu, 0, period_s, budget_s)
+    await _pass(timer, cpu, 0, period_s, budget_s)
 
 
 async def _pass(
-    container: bootstrap.Container, cpu: Cpu, pass_number: int, period_s: int, budget_s: float
+    timer: Timer, cpu: Cpu, pass_number: int, period_s: int, budget_s: float
 ) -> dict[str, float]:
-    later = datetime.now(UTC) + timedelta(seconds=pass_number * (period_s + 1))
-    rescorer = Rescorer(container.rules, container.index, SilentSink().scored, lambda: later)
+    timer.clock.lead = max(timer.clock.lead, timedelta(seconds=pass_number * (period_s + 1)))
+    rescorer = timer.rescorer
     examined = changed = 0
     before, started = cpu.seconds(), time.perf_counter()
     while time.perf_counter() - started < budget_s:
@@ -229,6 +248,7 @@ async def _pass(
         examined, changed = examined + report.examined, changed + report.changed
         if not report.examined:
             break
+    await rescorer.flush()
     return {
         "examined": examined,
         "changed": changed,

@@ -271,10 +271,80 @@ async def test_a_pass_reads_each_due_version_once_page_by_page(
         await local.ingest([complaint(n, h) for n, h in [(8, 95), (9, 94), (10, 93), (11, 30)]])
         clock.now += timedelta(days=1)
         first = await rescorer.run_once()
-        assert first.examined == 3  # c8, c9, c10: the oldest
+        assert first.examined == 3  # three of the four recorded since the last pass
         await local.ingest([complaint(12, 99)])  # behind the cursor now
         assert (await rescorer.run_once()).examined == 1  # c11: the pass ends
         assert (await rescorer.run_once()).examined == 1  # the next pass: c12
         assert (await rescorer.run_once()).examined == 0
+    finally:
+        await local.stop()
+
+
+async def test_a_pass_after_a_complete_one_reads_only_what_fell_due_or_was_recorded_since(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    """Once a pass has ended, the next reads the transitions passed since it began and the
+    versions recorded since — a backfilled complaint already past its escalation included —
+    not the store's other open matters; a full pass an hour on reads everything again (what
+    only a full pass sees: a due version recorded long before, here one whose scores were
+    removed behind the rescorer's back)."""
+    from memstream.services.handlers.rescore import FULL_PASS_EVERY
+
+    migrate(fresh_pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
+    local = await LocalMemstream.start(settings, clock=clock)
+
+    def complaint(n: int, occurred: datetime) -> dict[str, object]:
+        return {
+            "event_id": f"c{n}",
+            "tenant_id": tenant,
+            "memory_key": f"complaint:{n}",
+            "entity_type": "customer",
+            "entity_id": f"C-{n}",
+            "fact_type": "complaint",
+            "content": f"Complaint number {n}",
+            "source_system": "ticketing",
+            "status": "open",
+            "occurred_at": occurred.isoformat(),
+        }
+
+    announced: list[str] = []
+
+    async def announce(version: MemoryVersion, scores: object, at: datetime) -> None:
+        announced.append(version.memory_key)
+
+    try:
+        # c0-c3 escalated long ago; c4 escalates 30 minutes after the ingest.
+        old = [complaint(n, start - timedelta(days=30 + n)) for n in range(4)]
+        await local.ingest([*old, complaint(4, start - timedelta(hours=47, minutes=30))])
+        c = local.container
+        rescorer = Rescorer(c.rules, c.index, announce, clock, batch=100)
+        clock.now = start + timedelta(minutes=20)  # the versions above committed long since
+        assert (await rescorer.run_once()).examined == 4, "the first pass reads the store"
+        with psycopg.connect(fresh_pg_dsn, autocommit=True) as conn:
+            # c0's scores removed: due again, but recorded before and long past its moment.
+            conn.execute(
+                "DELETE FROM version_scores WHERE version_id ="
+                " (SELECT version_id FROM memory_versions WHERE memory_key = 'complaint:0'"
+                " AND tenant_id = %s)",
+                (tenant,),
+            )
+        clock.now = start + timedelta(minutes=50)
+        # A backfill, recorded now: a complaint escalated a year ago.
+        await local.ingest([complaint(5, start - timedelta(days=365))])
+        announced.clear()
+        report = await rescorer.run_once()
+        assert sorted(announced) == ["complaint:4", "complaint:5"], (
+            "c4's escalation passed since, c5 was recorded since; not c0"
+        )
+        assert report.examined == 2
+        assert (await rescorer.run_once()).examined == 0
+
+        clock.now = start + timedelta(minutes=20) + FULL_PASS_EVERY + timedelta(minutes=1)
+        announced.clear()
+        assert (await rescorer.run_once()).examined == 1, "the full pass finds c0"
+        assert announced == ["complaint:0"]
     finally:
         await local.stop()

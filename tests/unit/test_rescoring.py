@@ -100,15 +100,16 @@ def test_only_open_matters_and_expiring_versions_have_transitions() -> None:
 
 
 def test_the_due_indexes_repeat_the_state_rules() -> None:
-    """The partial indexes of migration 0014 must match the rules the due query is built
+    """The partial indexes of migrations 0014 and 0016 must match the rules the due query is built
     from, or the planner cannot use them (the pass would read every current version)."""
     from pathlib import Path
 
     import memstream.ops
 
-    text = (Path(memstream.ops.__file__).parent / "migrations" / "0014_rescore_due.sql").read_text()
     rules = DEFAULT_STATE_RULES
     opened = ", ".join(f"'{s}'" for s in sorted(rules.open_statuses))
     escalating = ", ".join(f"'{f}'" for f in sorted(rules.escalating_fact_types))
-    assert f"lower(btrim(status)) IN ({opened})" in text
-    assert f"lower(fact_type) IN ({escalating})" in text
+    for name in ("0014_rescore_due.sql", "0016_rescore_recorded.sql"):
+        text = (Path(memstream.ops.__file__).parent / "migrations" / name).read_text()
+        assert f"lower(btrim(status)) IN ({opened})" in text, name
+        assert f"lower(fact_type) IN ({escalating})" in text, name

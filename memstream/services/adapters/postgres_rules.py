@@ -13,7 +13,7 @@ Must not import handlers or streams.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -35,31 +35,44 @@ _M_COLUMNS = sql.SQL(", ").join(
 
 
 _FIRST = DueCursor(0, datetime.min.replace(tzinfo=UTC), "00000000-0000-0000-0000-000000000000")
+# How long before a pass's start a version recorded then may not have been committed yet: a
+# pass ``since`` another reads the versions recorded from this much before it on (an ingest
+# batch's transaction takes seconds). Each version recorded is read by about this over the
+# timer's period passes more; a version committed later still waits for the next full pass.
+RECORDED_SLACK = timedelta(minutes=2)
 
 
 def _due_query(state: StateRules, arm: int) -> sql.Composed:
     """One arm of the current versions past a transition (``rescoring.transitions``) since they
-    were last scored: 0, a ``valid_to`` passed; 1, an open matter past its escalation. Each arm
-    matches a partial index of migration 0014 (the same literals, so the planner can use it) and
-    is read in that index's order from a cursor (``%(at)s``, ``%(id)s``): a pass reads each due
+    were last scored: 0, a ``valid_to`` passed; 1, an open matter past its escalation; 2 (only
+    in a pass ``since`` another), either, among the versions recorded since. Each arm matches a
+    partial index (migrations 0014, 0016: the same literals, so the planner can use it) and is
+    read in that index's order from a cursor (``%(at)s``, ``%(id)s``): a pass reads each due
     version once, and the versions its earlier pages scored are behind the cursor, not read
     again page after page."""
     opened = sql.SQL(", ").join(sql.Literal(s) for s in sorted(state.open_statuses))
     escalating = sql.SQL(", ").join(sql.Literal(f) for f in sorted(state.escalating_fact_types))
+    matter = sql.SQL(
+        "lower(btrim(m.status)) IN ({opened}) AND lower(m.fact_type) IN ({escalating})"
+    ).format(opened=opened, escalating=escalating)
+    expired = sql.SQL(
+        "m.valid_to IS NOT NULL AND m.valid_to <= %(now)s"
+        " AND (s.scored_at IS NULL OR s.scored_at <= m.valid_to)"
+    )
+    escalated = sql.SQL(
+        "{matter} AND m.occurred_at <= %(now)s - %(escalate)s"
+        " AND (s.scored_at IS NULL OR s.scored_at <= m.occurred_at + %(escalate)s)"
+    ).format(matter=matter)
     due: sql.Composable
     if arm == 0:
-        key = sql.SQL("m.valid_to")
+        key, due = sql.SQL("m.valid_to"), expired
+    elif arm == 1:
+        key, due = sql.SQL("m.occurred_at"), escalated
+    else:  # recorded since: migration 0016's predicate, then either transition
+        key = sql.SQL("m.recorded_at")
         due = sql.SQL(
-            "m.valid_to IS NOT NULL AND m.valid_to <= %(now)s"
-            " AND (s.scored_at IS NULL OR s.scored_at <= m.valid_to)"
-        )
-    else:
-        key = sql.SQL("m.occurred_at")
-        due = sql.SQL(
-            "lower(btrim(m.status)) IN ({opened}) AND lower(m.fact_type) IN ({escalating})"
-            " AND m.occurred_at <= %(now)s - %(escalate)s"
-            " AND (s.scored_at IS NULL OR s.scored_at <= m.occurred_at + %(escalate)s)"
-        ).format(opened=opened, escalating=escalating)
+            "(m.valid_to IS NOT NULL OR ({matter})) AND (({expired}) OR ({escalated}))"
+        ).format(matter=matter, expired=expired, escalated=escalated)
     return sql.SQL(
         "SELECT {columns}, s.recency AS s_recency, s.state AS s_state,"
         " s.effective_status AS s_status, s.scored_at AS s_scored_at"
@@ -120,19 +133,29 @@ class PostgresRules:
         now: datetime,
         limit: int,
         after: DueCursor | None = None,
+        since: datetime | None = None,
         state: StateRules = DEFAULT_STATE_RULES,
     ) -> DuePage:
         """Current versions with a state transition passed since they were last scored, from
-        ``after`` on (None: from the start of a pass)."""
+        ``after`` on (None: from the start of a pass). ``since``: the start of a complete pass
+        before this one — then only what fell due after it (each arm from there on) and what
+        was recorded after it (``RECORDED_SLACK`` earlier: a batch is committed after its
+        clock was read) is read, not every open matter the store holds."""
         cursor = after or _FIRST
+        arms = (0, 1) if since is None else (0, 1, 2)
+        floors = {} if since is None else {
+            0: since, 1: since - state.escalate_after, 2: since - RECORDED_SLACK
+        }  # fmt: skip
         rows: list[dict[str, Any]] = []
         try:
             async with self._pool.connection() as conn:
                 cur = conn.cursor(row_factory=dict_row)
-                for arm in (0, 1):
+                for arm in arms:
                     if arm < cursor.arm:
                         continue
                     start = cursor if arm == cursor.arm else _FIRST
+                    if arm in floors and start.at < floors[arm]:
+                        start = DueCursor(arm, floors[arm], _FIRST.version_id)
                     params = {"now": now, "escalate": state.escalate_after, "at": start.at,
                               "id": start.version_id, "limit": limit - len(rows)}  # fmt: skip
                     await cur.execute(_due_query(state, arm), params)
@@ -140,7 +163,7 @@ class PostgresRules:
                     rows += page
                     if len(rows) == limit:
                         end = page[-1]
-                        key = end["valid_to"] if arm == 0 else end["occurred_at"]
+                        key = end[("valid_to", "occurred_at", "recorded_at")[arm]]
                         return DuePage(
                             _due_items(rows), DueCursor(arm, key, str(end["version_id"]))
                         )

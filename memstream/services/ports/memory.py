@@ -184,10 +184,18 @@ class RulesRepository(Protocol):
         """{"half_life": {fact_type: seconds}, "authority": {source: value}}."""
         ...
 
-    async def due(self, now: datetime, limit: int, after: DueCursor | None = None) -> DuePage:
+    async def due(
+        self,
+        now: datetime,
+        limit: int,
+        after: DueCursor | None = None,
+        since: datetime | None = None,
+    ) -> DuePage:
         """Current versions with a state transition (``rescoring.transitions``) passed since
         they were last scored, at most ``limit``, from ``after`` (None: from the start of a
-        pass); the page's ``next`` continues the pass, None when it is over."""
+        pass); the page's ``next`` continues the pass, None when it is over. ``since``: the
+        start of a complete pass before this one, after which this pass reads only the
+        transitions passed and the versions recorded (None: every current version)."""
         ...
 
     async def save(
