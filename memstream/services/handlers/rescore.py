@@ -45,8 +45,8 @@ _YIELD_EVERY = 250
 # passed since, the versions recorded since: ``RulesRepository.due``'s ``since``), not every
 # open matter of the store (at 10^6 memories ~225,000, 3.5 s of a 60 s period to find two).
 # A full pass at a start, after a failed run, after the clock went back, and this often catches
-# what that cannot see: a version made current again (its newer one retracted) long after its
-# transition.
+# what that cannot see: a version committed long after the moment it was recorded at (or by a
+# worker whose clock ran behind), scores removed by hand.
 FULL_PASS_EVERY = timedelta(hours=1)
 
 
