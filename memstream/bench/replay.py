@@ -10,7 +10,7 @@ One run on this machine, in a temporary data dir with its own embedded PostgreSQ
    Edge (events/s of 2 + 3: embedding included);
 4. rescoring every current version of the copy with the clock three days on (every one due, its
    recency changed materially): the ``Rescorer`` as the worker's timer runs it, in runs of its
-   usual bound, until nothing is due — propagation to the vector payloads included.
+   usual bound, until nothing is due (Postgres: the vector store is not written).
 
 Prints the figures; nothing is asserted.
 """
@@ -127,10 +127,10 @@ async def _build_source(dsn: str, events: list[dict[str, Any]]) -> float:
     return time.monotonic() - started
 
 
-async def _rescore(settings: Settings, dsn: str, root: Path, dimension: int) -> tuple[int, ...]:
+async def _rescore(dsn: str) -> tuple[int, ...]:
     later = datetime.now(UTC) + timedelta(days=3)
     examined = changed = runs = 0
-    async with bootstrap.offline_rescorer(dsn, root, dimension, lambda: later) as rescorer:
+    async with bootstrap.offline_rescorer(dsn, lambda: later) as rescorer:
         started = time.monotonic()
         while (report := await rescorer.run_once()).examined:
             examined, changed, runs = examined + report.examined, changed + report.changed, runs + 1
@@ -166,9 +166,7 @@ def bench_replay(current: int, batch: int = 256) -> Figures:
             indexed = asyncio.run(index_copy(tools, feedback(), target, root, embedder, batch))
             index_s = time.monotonic() - started
             out.print(f"rescoring {current} current versions three days later …")
-            rescored, changed, runs, ms = asyncio.run(
-                _rescore(resolved, target, root, embedder.dimension)
-            )
+            rescored, changed, runs, ms = asyncio.run(_rescore(target))
         finally:
             stack.stop()
     return Figures(

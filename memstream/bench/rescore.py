@@ -3,9 +3,7 @@
 One run on this machine, in a temporary data dir with its own embedded PostgreSQL:
 
 1. one tenant's store is written in bulk (SQL, no model): ``--versions`` current versions, one
-   in 100 a pending complaint (occurred over the last ten days), the rest notes; the complaints
-   get a random 384-d point each in the tenant's Qdrant Edge shard (the rescorer writes their
-   payloads);
+   in 100 a pending complaint (occurred over the last ten days), the rest notes;
 2. the ``Rescorer`` the worker's timer runs drains everything due with the clock three days on
    (a first pass), then again one timer period (60 s) later (the steady state), timed, with the
    versions it read and the changes it made.
@@ -23,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -31,7 +28,6 @@ from memstream.services.settings import Settings
 
 out = Console(highlight=False)
 TENANT = "bench-rescore"
-DIM = 384
 PERIOD = timedelta(seconds=60)  # MEMSTREAM_RESCORE_SECONDS' default
 
 
@@ -45,34 +41,12 @@ class Pass:
     cpu_seconds: float
 
 
-async def _points(root: Path, dsn: str) -> None:
-    from memstream.services import bootstrap
-    from memstream.services.ports import VectorPoint
-
-    rows = await bootstrap.rescore_bench_points(dsn, TENANT)
-    index = bootstrap.copy_index(root, DIM)
-    rng = np.random.default_rng(3)
-    try:
-        for start in range(0, len(rows), 1024):
-            chunk = rows[start : start + 1024]
-            vectors = rng.normal(size=(len(chunk), DIM)).astype(np.float32)
-            await index.upsert(
-                TENANT,
-                [
-                    VectorPoint(v, [float(x) for x in vec], {"memory_key": k})
-                    for (v, k), vec in zip(chunk, vectors, strict=True)
-                ],
-            )
-    finally:
-        await index.close()
-
-
-async def _passes(dsn: str, root: Path) -> list[Pass]:
+async def _passes(dsn: str) -> list[Pass]:
     from memstream.services import bootstrap
 
     now = [datetime.now(UTC) + timedelta(days=3)]
     passes = []
-    async with bootstrap.offline_rescorer(dsn, root, DIM, lambda: now[0]) as rescorer:
+    async with bootstrap.offline_rescorer(dsn, lambda: now[0]) as rescorer:
         for label, at in (
             ("first pass, three days on", now[0]),
             ("next pass, one period later", now[0] + PERIOD + timedelta(seconds=1)),
@@ -102,10 +76,9 @@ def bench_rescore(total: int) -> tuple[float, list[Pass]]:
             out.print(f"writing {total} current versions in bulk …")
             started = time.monotonic()
             bootstrap.rescore_bench_store(resolved.postgres_dsn, TENANT, total)
-            asyncio.run(_points(resolved.vector_root, resolved.postgres_dsn))
             build_s = time.monotonic() - started
             out.print("rescoring …")
-            passes = asyncio.run(_passes(resolved.postgres_dsn, resolved.vector_root))
+            passes = asyncio.run(_passes(resolved.postgres_dsn))
         finally:
             stack.stop()
     return build_s, passes

@@ -197,7 +197,7 @@ class Timer:
 
     def __init__(self, container: bootstrap.Container, clock: Clock) -> None:
         self.clock = clock
-        self.rescorer = Rescorer(container.rules, container.index, SilentSink().scored, clock)
+        self.rescorer = Rescorer(container.rules, SilentSink().scored, clock)
 
 
 async def rescore(
@@ -248,7 +248,6 @@ async def _pass(
         examined, changed = examined + report.examined, changed + report.changed
         if not report.examined:
             break
-    await rescorer.flush()
     return {
         "examined": examined,
         "changed": changed,

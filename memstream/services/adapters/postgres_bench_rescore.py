@@ -27,14 +27,3 @@ def write_store(dsn: str, tenant: str, total: int) -> None:
         for statement in _STORE.split(";\n"):
             conn.execute(statement.encode(), {"t": tenant, "total": total})
         conn.execute("VACUUM ANALYZE")
-
-
-async def complaints(dsn: str, tenant: str) -> list[tuple[str, str]]:
-    """(version_id, memory_key) of the tenant's complaints (the versions that get a point)."""
-    async with await psycopg.AsyncConnection.connect(dsn) as conn:
-        cur = await conn.execute(
-            "SELECT version_id::text, memory_key FROM memory_versions"
-            " WHERE tenant_id = %s AND fact_type = 'complaint'",
-            (tenant,),
-        )
-        return [(str(v), str(k)) for v, k in await cur.fetchall()]

@@ -163,17 +163,13 @@ async def _encoder_switch(
 
 
 @contextlib.asynccontextmanager
-async def offline_rescorer(
-    dsn: str, root: Path, dimension: int, clock: Callable[[], datetime]
-) -> AsyncIterator[Rescorer]:
-    """A Rescorer over the database ``dsn`` and Edge shards under ``root``, announcing
-    nothing (``bench replay``)."""
+async def offline_rescorer(dsn: str, clock: Callable[[], datetime]) -> AsyncIterator[Rescorer]:
+    """A Rescorer over the database ``dsn``, announcing nothing (``bench replay``, ``bench
+    rescore``)."""
     repo = await PostgresMemoryRepository.connect(dsn)
-    index = copy_index(root, dimension)
     try:
-        yield Rescorer(PostgresRules(repo.pool), index, SilentSink().scored, clock)
+        yield Rescorer(PostgresRules(repo.pool), SilentSink().scored, clock)
     finally:
-        await index.close()
         await repo.close()
 
 
@@ -268,11 +264,6 @@ async def erasure_bench_points(
 def rescore_bench_store(dsn: str, tenant: str, total: int) -> None:
     """``bench rescore``'s store, written in bulk (adapters.postgres_bench_rescore)."""
     postgres_bench_rescore.write_store(dsn, tenant, total)
-
-
-async def rescore_bench_points(dsn: str, tenant: str) -> list[tuple[str, str]]:
-    """(version_id, memory_key) of the bench tenant's complaints."""
-    return await postgres_bench_rescore.complaints(dsn, tenant)
 
 
 def database_bytes(dsn: str) -> int:

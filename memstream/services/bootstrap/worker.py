@@ -252,7 +252,7 @@ async def build(
             log.warning("rules of tenant %s unavailable, using defaults: %s", tenant_id, exc)
             return Profile()
 
-    rescorer = Rescorer(rules, index, sink.scored, clock)
+    rescorer = Rescorer(rules, sink.scored, clock)
     retriever = Retriever(
         PostgresMemoryQueries(repo.pool),
         index,

@@ -4,8 +4,11 @@ Proportional to what changed: a run reads only the versions with a state transit
 since they were last scored (an open matter escalating, a ``valid_to`` passing: see
 ``domain.rescoring``), never the whole store. Recency is not rescored: every query computes it
 from the version's time and the tenant's half-lives. Bounded per run and safe on several
-workers at once (guarded writes). A state change updates Postgres and the vector payload
-(``effective_status``) and is announced on the scores topic, with the recency at that moment.
+workers at once (guarded writes). A state change is stored in Postgres (``version_scores``)
+and announced on the scores topic, with the recency at that moment. The vector store is not
+written: nothing reads a state from it (every query computes the state), and a payload write to
+a built point copies it out of its index (at 10^6 memories with parts, those writes, the
+retrieves that found each point's part and their flushes were 56 % of a catch-up).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from memstream.services.domain.decay import DEFAULT_DECAY, DecayRules
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.domain.rescoring import TimeScores, is_material, time_scores
 from memstream.services.domain.trust import DEFAULT_STATE_RULES
-from memstream.services.ports import DueCursor, RulesRepository, VectorIndex
+from memstream.services.ports import DueCursor, RulesRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +33,8 @@ class RescoreReport:
     runs: int = 1
 
 
-# Versions a run reads, scores and writes at once. Measured on the vector store alone, 4,000
-# payload writes in batches of 500, each batch flushed, cost 1.20-1.35 ms a row in 32 parts and
-# 0.10-0.11 in one shard of 250,000 points, in batches of 2,000 0.46-0.50 and 0.06-0.08.
+# Versions a run reads, scores and writes at once.
 BATCH = 2_000
-# The runs' payload writes are made durable by one flush of the shards they touched at most
-# this often, at the end of a pass and at the end of a catch-up (until then they survive the
-# process being killed, not the machine crashing: ``VectorIndex.set_payloads``). A flush of
-# every part after each run was 44 % of a catch-up in a store of 16 parts (10^5, py-spy).
-FLUSH_EVERY_S = 5.0
 # A run scores its versions on the event loop; it lets the loop's other work run this often.
 _YIELD_EVERY = 250
 # A pass after a complete one reads only what fell due since that one began (the transitions
@@ -54,14 +50,12 @@ class Rescorer:
     def __init__(
         self,
         rules: RulesRepository,
-        index: VectorIndex,
         announce: Callable[[MemoryVersion, TimeScores, datetime], Awaitable[None]],
         clock: Callable[[], datetime],
         *,
         batch: int = BATCH,
     ) -> None:
         self._rules = rules
-        self._index = index
         self._announce = announce
         self._clock = clock
         self._batch = batch
@@ -72,8 +66,6 @@ class Rescorer:
         self._pass: tuple[datetime, bool, bool] = (clock(), True, False)
         self._since: datetime | None = None  # the start of the last complete pass
         self._full_at: datetime | None = None  # the start of the last complete full pass
-        self._unflushed: set[str] = set()  # tenants with payload writes not yet durable
-        self._flushed_at = time.monotonic()
 
     async def catch_up(self, budget: timedelta) -> RescoreReport:
         """Bounded runs back to back while the last one was full, for at most ``budget``: a
@@ -87,7 +79,6 @@ class Rescorer:
                 report.examined < self._batch
                 or time.monotonic() - started >= budget.total_seconds()
             ):
-                await self.flush()
                 return RescoreReport(examined, changed, runs)
 
     async def run_once(self) -> RescoreReport:
@@ -141,25 +132,6 @@ class Rescorer:
             for v, s, previous, _ in computed
             if v.version_id in written and is_material(s, previous, v)
         ]
-        by_tenant: dict[str, list[tuple[MemoryVersion, TimeScores]]] = {}
-        for version, scores in changed:
-            by_tenant.setdefault(version.tenant_id, []).append((version, scores))
-        for tenant_id, items in by_tenant.items():
-            self._unflushed.add(tenant_id)
-            await self._index.set_payloads(
-                tenant_id,
-                [(v.version_id, {"effective_status": s.effective_status}) for v, s in items],
-                durable=False,
-            )
-        if self._cursor is None or time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
-            await self.flush()  # the pass ended, or it is time
         for version, scores in changed:
             await self._announce(version, scores, now)
         return RescoreReport(examined=len(due), changed=len(changed))
-
-    async def flush(self) -> None:
-        """Make the payload writes of the runs so far durable (one flush a tenant)."""
-        self._flushed_at = time.monotonic()
-        for tenant_id in sorted(self._unflushed):
-            await self._index.flush(tenant_id)
-            self._unflushed.discard(tenant_id)
