@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -15,7 +16,7 @@ from memstream.services.domain.decay import DEFAULT_DECAY
 from memstream.services.domain.decay import recency as recency_at
 from memstream.services.domain.model import MemoryVersion
 from memstream.services.handlers.rescore import Rescorer
-from memstream.services.ports import VectorFilter
+from memstream.services.ports import AdapterError, VectorFilter
 from memstream.services.settings import Settings
 from tests.conftest import MACHINE_REDIS
 
@@ -323,5 +324,68 @@ async def test_a_pass_after_a_complete_one_reads_only_what_fell_due_or_was_recor
         announced.clear()
         assert (await rescorer.run_once()).examined == 1, "the full pass finds c0"
         assert announced == ["complaint:0"]
+    finally:
+        await local.stop()
+
+
+class SaveFailsOnce:
+    """The real rules repository, whose first ``save`` fails as a lost connection would."""
+
+    def __init__(self, rules: Any) -> None:
+        self._rules, self.failed = rules, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rules, name)
+
+    async def save(self, items: Any, now: datetime) -> set[str]:
+        if not self.failed:
+            self.failed = True
+            raise AdapterError("the connection was lost while saving")
+        return set(await self._rules.save(items, now))
+
+
+async def test_after_a_failed_run_the_next_pass_reads_everything(
+    fresh_pg_dsn: str, tmp_path: Path, tenant: str
+) -> None:
+    """A run whose scores were not saved may leave due versions behind the floors of an
+    incremental pass: the next pass is a full one."""
+    from memstream.services.ports import SilentSink
+
+    migrate(fresh_pg_dsn)
+    start = datetime.now(UTC).replace(microsecond=0)
+    clock = FakeClock(start)
+    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
+    local = await LocalMemstream.start(settings, clock=clock)
+
+    def complaint(n: int) -> dict[str, object]:
+        return {
+            "event_id": f"c{n}",
+            "tenant_id": tenant,
+            "memory_key": f"complaint:{n}",
+            "entity_type": "customer",
+            "entity_id": f"C-{n}",
+            "fact_type": "complaint",
+            "content": f"Complaint number {n}",
+            "source_system": "ticketing",
+            "status": "open",
+            "occurred_at": (start - timedelta(days=30)).isoformat(),
+        }
+
+    try:
+        await local.ingest([complaint(1)])
+        rules = SaveFailsOnce(local.container.rules)
+        rules.failed = True  # not yet
+        rescorer = Rescorer(rules, SilentSink().scored, clock)
+        clock.now = start + timedelta(minutes=20)
+        assert (await rescorer.run_once()).examined == 1, "the first pass: a full one"
+        with psycopg.connect(fresh_pg_dsn, autocommit=True) as conn:
+            conn.execute("DELETE FROM version_scores")  # c1 due again, behind every floor
+        clock.now = start + timedelta(minutes=30)
+        assert (await rescorer.run_once()).examined == 0, "an incremental pass: c1 unseen"
+        rules.failed = False  # the next save fails
+        clock.now = start + timedelta(minutes=40)
+        with pytest.raises(AdapterError):
+            await rescorer.run_once()
+        assert (await rescorer.run_once()).examined == 1, "after the failure, a full pass"
     finally:
         await local.stop()

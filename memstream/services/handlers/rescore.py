@@ -91,7 +91,7 @@ class Rescorer:
         except BaseException:
             # This run's page may be unscored and behind the cursor: the rest of this pass
             # reads everything from the cursor on, and the next pass everything.
-            self._pass = (started, full, True)
+            self._pass, self._since = (started, full, True), None
             raise
         if self._cursor is None:  # this run ended the pass
             # All that was due at its start is scored, unless a run of it failed.
