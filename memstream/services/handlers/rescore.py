@@ -8,7 +8,7 @@ workers at once (guarded writes). A state change is stored in Postgres (``versio
 and announced on the scores topic, with the recency at that moment. The vector store is not
 written: nothing reads a state from it (every query computes the state), and a payload write to
 a built point copies it out of its index (at 10^6 memories with parts, those writes, the
-retrieves that found each point's part and their flushes were 56 % of a catch-up).
+retrieves that found each point's part and their flushes were 58 % of a catch-up).
 """
 
 from __future__ import annotations
