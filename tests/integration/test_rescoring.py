@@ -29,6 +29,29 @@ class FakeClock:
         return self.now
 
 
+async def _started(dsn: str, tmp_path: Path) -> tuple[LocalMemstream, FakeClock]:
+    """A migrated database and the worker's composition on it, on a fake clock (now)."""
+    migrate(dsn)
+    clock = FakeClock(datetime.now(UTC).replace(microsecond=0))
+    settings = Settings(data_dir=tmp_path, postgres_dsn=dsn, redis_url=MACHINE_REDIS)
+    return await LocalMemstream.start(settings, clock=clock), clock
+
+
+def open_complaint(tenant: str, n: int, occurred: datetime) -> dict[str, object]:
+    return {
+        "event_id": f"c{n}",
+        "tenant_id": tenant,
+        "memory_key": f"complaint:{n}",
+        "entity_type": "customer",
+        "entity_id": f"C-{n}",
+        "fact_type": "complaint",
+        "content": f"Complaint number {n}",
+        "source_system": "ticketing",
+        "status": "open",
+        "occurred_at": occurred.isoformat(),
+    }
+
+
 async def test_rescoring_moves_recency_and_state_as_the_rules_say(
     fresh_pg_dsn: str, tmp_path: Path, tenant: str
 ) -> None:
@@ -106,11 +129,8 @@ async def test_a_reply_shows_the_recency_of_its_now_however_long_ago_it_was_resc
     """Recency is computed by the query from the version's time and the tenant's half-lives:
     the reply at a given ``now`` is the same whether the version was scored a year ago, just
     now or never, and a half-life changed at run time is used at once."""
-    migrate(fresh_pg_dsn)
-    start = datetime.now(UTC).replace(microsecond=0)
-    clock = FakeClock(start)
-    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
-    local = await LocalMemstream.start(settings, clock=clock)
+    local, clock = await _started(fresh_pg_dsn, tmp_path)
+    start = clock.now
     occurred = start - timedelta(hours=1)
     try:
         await local.ingest(
@@ -158,11 +178,8 @@ async def test_a_reply_shows_the_recency_of_its_now_however_long_ago_it_was_resc
 async def test_catch_up_runs_bounded_runs_until_nothing_is_due(
     fresh_pg_dsn: str, tmp_path: Path, tenant: str
 ) -> None:
-    migrate(fresh_pg_dsn)
-    start = datetime.now(UTC).replace(microsecond=0)
-    clock = FakeClock(start)
-    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
-    local = await LocalMemstream.start(settings, clock=clock)
+    local, clock = await _started(fresh_pg_dsn, tmp_path)
+    start = clock.now
     try:
 
         def event(kind: str, i: int, at: datetime) -> dict[str, str]:
@@ -212,25 +229,11 @@ async def test_a_pass_reads_each_due_version_once_page_by_page(
     is read by the next pass."""
     from memstream.services.ports import SilentSink
 
-    migrate(fresh_pg_dsn)
-    start = datetime.now(UTC).replace(microsecond=0)
-    clock = FakeClock(start)
-    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
-    local = await LocalMemstream.start(settings, clock=clock)
+    local, clock = await _started(fresh_pg_dsn, tmp_path)
+    start = clock.now
 
     def complaint(n: int, hours_ago: int) -> dict[str, object]:
-        return {
-            "event_id": f"c{n}",
-            "tenant_id": tenant,
-            "memory_key": f"complaint:{n}",
-            "entity_type": "customer",
-            "entity_id": f"C-{n}",
-            "fact_type": "complaint",
-            "content": f"Complaint number {n}",
-            "source_system": "ticketing",
-            "status": "open",
-            "occurred_at": (start - timedelta(hours=hours_ago)).isoformat(),
-        }
+        return open_complaint(tenant, n, start - timedelta(hours=hours_ago))
 
     try:
         # Eight open complaints, two pairs of them at the same moment.
@@ -269,25 +272,11 @@ async def test_a_pass_after_a_complete_one_reads_only_what_fell_due_or_was_recor
     removed behind the rescorer's back)."""
     from memstream.services.handlers.rescore import FULL_PASS_EVERY
 
-    migrate(fresh_pg_dsn)
-    start = datetime.now(UTC).replace(microsecond=0)
-    clock = FakeClock(start)
-    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
-    local = await LocalMemstream.start(settings, clock=clock)
+    local, clock = await _started(fresh_pg_dsn, tmp_path)
+    start = clock.now
 
     def complaint(n: int, occurred: datetime) -> dict[str, object]:
-        return {
-            "event_id": f"c{n}",
-            "tenant_id": tenant,
-            "memory_key": f"complaint:{n}",
-            "entity_type": "customer",
-            "entity_id": f"C-{n}",
-            "fact_type": "complaint",
-            "content": f"Complaint number {n}",
-            "source_system": "ticketing",
-            "status": "open",
-            "occurred_at": occurred.isoformat(),
-        }
+        return open_complaint(tenant, n, occurred)
 
     announced: list[str] = []
 
@@ -328,18 +317,19 @@ async def test_a_pass_after_a_complete_one_reads_only_what_fell_due_or_was_recor
         await local.stop()
 
 
-class SaveFailsOnce:
-    """The real rules repository, whose first ``save`` fails as a lost connection would."""
+class SaveFails:
+    """The real rules repository, whose next ``save`` fails, once asked to, as a lost
+    connection would."""
 
     def __init__(self, rules: Any) -> None:
-        self._rules, self.failed = rules, False
+        self._rules, self.fail_next = rules, False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._rules, name)
 
     async def save(self, items: Any, now: datetime) -> set[str]:
-        if not self.failed:
-            self.failed = True
+        if self.fail_next:
+            self.fail_next = False
             raise AdapterError("the connection was lost while saving")
         return set(await self._rules.save(items, now))
 
@@ -351,30 +341,15 @@ async def test_after_a_failed_run_the_next_pass_reads_everything(
     incremental pass: the next pass is a full one."""
     from memstream.services.ports import SilentSink
 
-    migrate(fresh_pg_dsn)
-    start = datetime.now(UTC).replace(microsecond=0)
-    clock = FakeClock(start)
-    settings = Settings(data_dir=tmp_path, postgres_dsn=fresh_pg_dsn, redis_url=MACHINE_REDIS)
-    local = await LocalMemstream.start(settings, clock=clock)
+    local, clock = await _started(fresh_pg_dsn, tmp_path)
+    start = clock.now
 
     def complaint(n: int) -> dict[str, object]:
-        return {
-            "event_id": f"c{n}",
-            "tenant_id": tenant,
-            "memory_key": f"complaint:{n}",
-            "entity_type": "customer",
-            "entity_id": f"C-{n}",
-            "fact_type": "complaint",
-            "content": f"Complaint number {n}",
-            "source_system": "ticketing",
-            "status": "open",
-            "occurred_at": (start - timedelta(days=30)).isoformat(),
-        }
+        return open_complaint(tenant, n, start - timedelta(days=30))
 
     try:
         await local.ingest([complaint(1)])
-        rules = SaveFailsOnce(local.container.rules)
-        rules.failed = True  # not yet
+        rules = SaveFails(local.container.rules)
         rescorer = Rescorer(rules, SilentSink().scored, clock)
         clock.now = start + timedelta(minutes=20)
         assert (await rescorer.run_once()).examined == 1, "the first pass: a full one"
@@ -382,7 +357,7 @@ async def test_after_a_failed_run_the_next_pass_reads_everything(
             conn.execute("DELETE FROM version_scores")  # c1 due again, behind every floor
         clock.now = start + timedelta(minutes=30)
         assert (await rescorer.run_once()).examined == 0, "an incremental pass: c1 unseen"
-        rules.failed = False  # the next save fails
+        rules.fail_next = True
         clock.now = start + timedelta(minutes=40)
         with pytest.raises(AdapterError):
             await rescorer.run_once()
