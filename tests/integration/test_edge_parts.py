@@ -140,6 +140,30 @@ async def test_spilling_keeps_every_point_and_answer_and_puts_a_subject_in_one_p
         await reopened.close()
 
 
+async def test_a_spill_writes_through_the_open_parts_and_leaves_the_parts_it_opens_open(
+    tmp_path: Path,
+) -> None:
+    rng = np.random.default_rng(5)
+    tenant = "acme"
+    index = QdrantEdgeIndex(tmp_path / "vectors", DIM, split_from=20, parts=4, index_from=10)
+    points = [point(rng, f"C-{i % 12}") for i in range(60)]
+    try:
+        await index.upsert(tenant, points[:20])  # the first spill opens the parts
+        opened = {key: shard.engine for key, shard in index._shards.items()}
+        assert sorted(opened) == [(tenant, part) for part in range(4)]  # the hot one closed
+        await index.upsert(tenant, points[20:40])  # the second writes through them
+        await index.upsert(tenant, points[40:])
+        assert {k: s.engine for k, s in index._shards.items() if k[1] >= 0} == opened
+        assert await index.point_ids(tenant) == {p.id for p in points}
+        query = unit(rng)
+        hits = await index.search(tenant, query, EVERYTHING, 15)
+        assert [h.id for h in hits] == nearest(points, query, 15)
+    finally:
+        await index.close()
+    held = subjects_by_part(index.shard_dir(tenant), 4)
+    assert set().union(*held.values()) == {str(p.payload["entity_id"]) for p in points}
+
+
 async def test_forgetting_a_subject_rewrites_the_shards_that_held_it_only_and_leaves_no_byte(
     tmp_path: Path,
 ) -> None:
