@@ -3,7 +3,8 @@ real parts: the worker's composition root on PostgreSQL, Redis and Qdrant Edge.
 
 Whatever the interleaving, the vector store ends as Postgres says — every live version a point
 whose payload is the version's, nothing else — and no version is embedded twice; a version
-erased while a pass was embedding it is never written to the store.
+erased while a pass was embedding it is never written to the store; batches queued behind the
+passes in flight are indexed together.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Watching:
         self.indexer: Indexer | None = None
         self.texts: Counter[str] = Counter()
         self.overlapped = 0
+        self.calls = 0  # embed calls with texts: one per pass
         self.hold: str | None = None
         self.held = asyncio.Event()
         self.release = asyncio.Event()
@@ -49,6 +51,7 @@ class Watching:
         if self.indexer is not None and self.indexer._writing.locked():
             self.overlapped += 1
         self.texts.update(texts)
+        self.calls += bool(texts)
         if self.hold is not None and any(self.hold in t for t in texts):
             self.held.set()
             await self.release.wait()
@@ -181,4 +184,39 @@ async def test_a_version_erased_while_its_pass_embeds_it_is_never_written(
     await w.container.index.flush(w.tenant)
     for needle in (subject.encode(), canary.encode()):
         assert raw_count(w.shard_dir(), needle) == 0, needle
+    assert await w.container.repo.pending_index(None, limit=10) == []
+
+
+async def test_batches_queued_behind_the_passes_in_flight_are_indexed_in_one_pass(
+    world: tuple[World, Watching],
+) -> None:
+    w, watching = world
+    watching.hold = "held-batch"
+    texts = ["held-batch" if b == 0 else "batch" for b in range(7)]
+    batches = [
+        [event(w.tenant, f"b{b}-m{m}", f"{texts[b]} {b} note {m}", entity=f"customer:C{b}{m}")
+         for m in range(3)]
+        for b in range(7)
+    ]  # fmt: skip
+    await handle(w, batches[0])
+    await asyncio.wait_for(watching.held.wait(), 60)  # the first pass embeds, held
+    for batch in batches[1:]:  # the second pass waits to read, five batches in the queue
+        await handle(w, batch)
+    watching.release.set()
+    await asyncio.wait_for(settle(w), 120)  # every batch counted done (drain returns)
+
+    # Without coalescing, one pass (one embed call) per batch: 7.
+    assert watching.calls == 3, watching.calls
+    versions = [
+        v
+        for batch in batches
+        for r in batch
+        for v in await w.container.repo.chain(w.tenant, r["memory_key"])
+    ]
+    assert len(versions) == 21
+    stored = await index_state(w, watching)
+    assert set(stored) == {v.version_id for v in versions}
+    for v in versions:
+        assert unset(stored[v.version_id]) == unset(payload_of(v)), v.version_id
+    assert max(watching.texts.values()) == 1, watching.texts.most_common(3)
     assert await w.container.repo.pending_index(None, limit=10) == []

@@ -34,6 +34,10 @@ from memstream.services.ports import (
 
 log = logging.getLogger(__name__)
 
+# The most memories a pass takes from the queue at once (several batches queued behind the
+# passes in flight: ``Indexer._run``).
+COALESCE_KEYS = 1_024
+
 
 def _epoch(moment: datetime | None) -> float | None:
     return moment.timestamp() if moment is not None else None
@@ -64,6 +68,14 @@ def payload_of(version: MemoryVersion) -> dict[str, Any]:
 class _Work:
     keys: tuple[tuple[str, str], ...]
     recorded: tuple[Recorded, ...]
+
+
+def _merged(works: Sequence[_Work]) -> _Work:
+    """Queued works as one, in their order (a memory named twice, once)."""
+    if len(works) == 1:
+        return works[0]
+    keys = tuple(dict.fromkeys(key for work in works for key in work.keys))
+    return _Work(keys, tuple(r for work in works for r in work.recorded))
 
 
 @dataclass(slots=True)
@@ -136,13 +148,20 @@ class Indexer:
 
     async def _run(self) -> None:
         while True:
-            work = await self._queue.get()
+            taken = [await self._queue.get()]
             await self._slots.acquire()
-            task = asyncio.get_running_loop().create_task(self._one(work))
+            # What queued while the passes in flight ran goes into one pass (up to
+            # ``COALESCE_KEYS``): behind a backlog, a pass's fixed costs (a flush of the tenant's
+            # store, the reads and marks in Postgres) are paid once for several batches.
+            keys = len(taken[0].keys)
+            while keys < COALESCE_KEYS and not self._queue.empty():
+                taken.append(self._queue.get_nowait())
+                keys += len(taken[-1].keys)
+            task = asyncio.get_running_loop().create_task(self._one(_merged(taken), len(taken)))
             self._passes.add(task)
             task.add_done_callback(self._passes.discard)
 
-    async def _one(self, work: _Work) -> None:
+    async def _one(self, work: _Work, taken: int = 1) -> None:
         try:
             await self.index_keys(work.keys)
             if work.recorded:
@@ -154,7 +173,8 @@ class Indexer:
             log.exception("indexing %d memories failed, left to the sweep", len(work.keys))
         finally:
             self._slots.release()
-            self._queue.task_done()
+            for _ in range(taken):
+                self._queue.task_done()
 
     async def index_keys(self, keys: Sequence[tuple[str, str]]) -> int:
         return await self._pass(keys, 100_000)
